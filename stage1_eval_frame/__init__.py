@@ -1,0 +1,33 @@
+"""Stage 1: a PEP 523 frame evaluator — see every Python frame before it runs.
+
+CPython lets a program replace the function that evaluates frames (PEP 523).
+This stage installs one, written in C (`_eval_frame.c`, read it first), that
+calls a Python callback for each new Python function frame. The callback may
+let the frame run, or return a replacement callable whose result becomes the
+call's. TorchDynamo starts exactly here; so does every later stage.
+
+    >>> import stage1_eval_frame as ef
+    >>> with ef.eval_frame(lambda frame: print(frame.code.co_name)):
+    ...     some_function()
+"""
+
+import sys
+
+if not ((3, 11) <= sys.version_info[:2] <= (3, 12)):
+    raise ImportError(
+        f"minidynamo supports CPython 3.11 and 3.12; this is {sys.version.split()[0]}. "
+        "Its frame hook reads CPython's internal frame layout, which changes between versions."
+    )
+
+from ._eval_frame import Frame, call_unhooked, get_eval_frame, set_eval_frame, skip_code
+from .hook import disabled, eval_frame
+
+__all__ = [
+    "Frame",
+    "call_unhooked",
+    "disabled",
+    "eval_frame",
+    "get_eval_frame",
+    "set_eval_frame",
+    "skip_code",
+]

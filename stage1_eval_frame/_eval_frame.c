@@ -1,0 +1,420 @@
+/*
+ * _eval_frame.c -- stage 1 of minidynamo: a PEP 523 frame evaluator.
+ *
+ * CPython runs every Python function call by handing a frame (the function's
+ * code, globals and a fresh array of local-variable slots holding the
+ * arguments) to the interpreter's "eval frame" function. PEP 523 made that
+ * function replaceable: `_PyInterpreterState_SetEvalFrameFunc` installs ours,
+ * and from then on every new frame passes through `minidynamo_eval` below
+ * before its first instruction runs. That is where TorchDynamo starts
+ * (torch/csrc/dynamo/eval_frame.c), and where minidynamo starts.
+ *
+ * For each new frame of a plain Python function we call a Python callback
+ * with a small `Frame` object describing it. The callback answers:
+ *   None         -> run the frame as usual (_PyEval_EvalFrameDefault);
+ *   a callable   -> call it with the frame's argument slots instead, and
+ *                   return its result (or exception) as the call's.
+ *
+ * A reader who knows C but not CPython's internals needs three facts:
+ *   1. `_PyInterpreterFrame` (internal/pycore_frame.h, read through
+ *      Py_BUILD_CORE) is the frame: `f_code`, `f_globals`, `f_builtins`, the
+ *      function (`f_func` in 3.11, `f_funcobj` in 3.12) and `localsplus[]`,
+ *      whose first slots are the arguments in order: positional,
+ *      keyword-only, then the *args tuple and the **kwargs dict.
+ *   2. Our function is called with a borrowed frame; the evaluator that
+ *      runs it must also end it. 3.11 ends frames in the caller, 3.12 in
+ *      the evaluator -- see finish_without_running().
+ *   3. The hook is per interpreter in CPython; we make it per thread by
+ *      keeping the callback in thread-local storage.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <structmember.h> /* T_OBJECT, READONLY */
+
+#if PY_VERSION_HEX < 0x030b0000 || PY_VERSION_HEX >= 0x030d0000
+#error "minidynamo's frame evaluator supports CPython 3.11 and 3.12 only"
+#endif
+
+#define Py_BUILD_CORE
+#include <internal/pycore_frame.h>
+#undef Py_BUILD_CORE
+
+#if PY_VERSION_HEX >= 0x030c0000
+#define FRAME_FUNCTION(frame) ((frame)->f_funcobj)
+/* 3.12 renamed the PEP 523 "code extra" functions; the old names warn. */
+#define _PyEval_RequestCodeExtraIndex PyUnstable_Eval_RequestCodeExtraIndex
+#define _PyCode_GetExtra PyUnstable_Code_GetExtra
+#define _PyCode_SetExtra PyUnstable_Code_SetExtra
+#else
+#define FRAME_FUNCTION(frame) ((PyObject *)(frame)->f_func)
+#endif
+
+/* ---- Per-thread state ---------------------------------------------------
+ * The callback of this thread (a strong reference, or NULL) and whether the
+ * callback is running right now: while it runs, every frame -- including the
+ * callback's own -- passes straight through, so it cannot recurse into
+ * itself. torch keeps the same two facts in thread-locals. */
+static _Thread_local PyObject *thread_callback = NULL;
+static _Thread_local int thread_paused = 0;
+
+/* How many threads have a callback. The evaluator is installed while one
+ * does, so that a program not using the hook runs at full speed: with a
+ * custom evaluator, CPython stops inlining Python-to-Python calls. */
+static Py_ssize_t threads_with_callback = 0;
+
+/* Code objects marked by skip_code() carry this in their "extra" slot, an
+ * array CPython reserves on code objects for tools like us (PEP 523). */
+static Py_ssize_t skip_index = -1;
+#define SKIP_MARK ((void *)1)
+
+/* The exception we raise into a frame to make CPython 3.12 unwind it. */
+static PyObject *unwind_marker = NULL;
+
+/* ---- The Frame object handed to the callback ----------------------------
+ * A snapshot, not the live frame: it holds strong references, so a callback
+ * may keep it after the call has returned. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *code;
+    PyObject *globals;
+    PyObject *builtins;
+    PyObject *function;
+    PyObject *slots;     /* tuple: the argument slots, in order */
+    PyObject *arguments; /* dict name -> value, built on first access */
+} FrameObject;
+
+static PyTypeObject FrameType;
+
+/* The number of argument slots: positional, keyword-only, *args, **kwargs. */
+static Py_ssize_t
+argument_slot_count(PyCodeObject *code)
+{
+    return code->co_argcount + code->co_kwonlyargcount +
+           ((code->co_flags & CO_VARARGS) != 0) + ((code->co_flags & CO_VARKEYWORDS) != 0);
+}
+
+static PyObject *
+frame_snapshot(_PyInterpreterFrame *frame)
+{
+    PyCodeObject *code = frame->f_code;
+    Py_ssize_t n = argument_slot_count(code);
+    PyObject *slots = PyTuple_New(n);
+    if (slots == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyTuple_SET_ITEM(slots, i, Py_NewRef(frame->localsplus[i]));
+    }
+    FrameObject *self = PyObject_GC_New(FrameObject, &FrameType);
+    if (self == NULL) {
+        Py_DECREF(slots);
+        return NULL;
+    }
+    self->code = Py_NewRef((PyObject *)code);
+    self->globals = Py_NewRef(frame->f_globals);
+    self->builtins = Py_NewRef(frame->f_builtins);
+    self->function = Py_NewRef(FRAME_FUNCTION(frame));
+    self->slots = slots;
+    self->arguments = NULL;
+    PyObject_GC_Track(self);
+    return (PyObject *)self;
+}
+
+static PyObject *
+frame_arguments(FrameObject *self, void *Py_UNUSED(closure))
+{
+    if (self->arguments == NULL) {
+        /* The argument names are the first names of co_varnames. */
+        PyObject *names = PyObject_GetAttrString(self->code, "co_varnames");
+        if (names == NULL) {
+            return NULL;
+        }
+        PyObject *arguments = PyDict_New();
+        for (Py_ssize_t i = 0; arguments != NULL && i < PyTuple_GET_SIZE(self->slots); i++) {
+            if (PyDict_SetItem(arguments, PyTuple_GET_ITEM(names, i),
+                               PyTuple_GET_ITEM(self->slots, i)) < 0) {
+                Py_CLEAR(arguments);
+            }
+        }
+        Py_DECREF(names);
+        self->arguments = arguments;
+    }
+    return Py_XNewRef(self->arguments);
+}
+
+static PyObject *
+frame_repr(FrameObject *self)
+{
+    PyCodeObject *code = (PyCodeObject *)self->code;
+    return PyUnicode_FromFormat("<Frame %U at %U:%d>", code->co_qualname, code->co_filename,
+                                code->co_firstlineno);
+}
+
+static int
+frame_traverse(FrameObject *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->code);
+    Py_VISIT(self->globals);
+    Py_VISIT(self->builtins);
+    Py_VISIT(self->function);
+    Py_VISIT(self->slots);
+    Py_VISIT(self->arguments);
+    return 0;
+}
+
+static int
+frame_clear(FrameObject *self)
+{
+    Py_CLEAR(self->code);
+    Py_CLEAR(self->globals);
+    Py_CLEAR(self->builtins);
+    Py_CLEAR(self->function);
+    Py_CLEAR(self->slots);
+    Py_CLEAR(self->arguments);
+    return 0;
+}
+
+static void
+frame_dealloc(FrameObject *self)
+{
+    PyObject_GC_UnTrack(self);
+    frame_clear(self);
+    PyObject_GC_Del(self);
+}
+
+static PyMemberDef frame_members[] = {
+    {"code", T_OBJECT, offsetof(FrameObject, code), READONLY, "the code object about to run"},
+    {"globals", T_OBJECT, offsetof(FrameObject, globals), READONLY, "the function's globals"},
+    {"builtins", T_OBJECT, offsetof(FrameObject, builtins), READONLY, "the frame's builtins"},
+    {"function", T_OBJECT, offsetof(FrameObject, function), READONLY, "the function called"},
+    {"slots", T_OBJECT, offsetof(FrameObject, slots), READONLY,
+     "the argument slots in order: positional, keyword-only, *args, **kwargs"},
+    {NULL},
+};
+
+static PyGetSetDef frame_getset[] = {
+    {"arguments", (getter)frame_arguments, NULL, "the arguments by name (a dict)", NULL},
+    {NULL},
+};
+
+static PyTypeObject FrameType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "stage1_eval_frame.Frame",
+    .tp_doc = "What the callback sees of a frame about to run.",
+    .tp_basicsize = sizeof(FrameObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_dealloc = (destructor)frame_dealloc,
+    .tp_traverse = (traverseproc)frame_traverse,
+    .tp_clear = (inquiry)frame_clear,
+    .tp_repr = (reprfunc)frame_repr,
+    .tp_members = frame_members,
+    .tp_getset = frame_getset,
+};
+
+/* ---- Ending a frame that we did not run ----------------------------------
+ * In 3.11 the caller (_PyEval_Vector) clears and pops the frame after the
+ * evaluator returns, so there is nothing to do. In 3.12 the evaluator must do
+ * it, and the functions that do are private to CPython. Rather than copy them
+ * (torch copies them into cpython_defs.c), we ask CPython to do it: we enter
+ * the default evaluator with `throwflag` set and a pending exception, as
+ * generator.throw() does. The frame has not started, no exception handler
+ * covers that point, so CPython unwinds it -- clearing its slots and popping
+ * it exactly as for any exception -- and returns NULL. We then drop our marker
+ * exception and put back the replacement's own result or exception.
+ * (A 3.12 tracer or sys.monitoring tool sees that frame start and unwind.) */
+static PyObject *
+finish_without_running(PyThreadState *tstate, _PyInterpreterFrame *frame, PyObject *result)
+{
+#if PY_VERSION_HEX >= 0x030c0000
+    PyObject *pending = PyErr_GetRaisedException(); /* the replacement's, if it raised */
+    PyErr_SetRaisedException(Py_NewRef(unwind_marker));
+    PyObject *unwound = _PyEval_EvalFrameDefault(tstate, frame, 1);
+    assert(unwound == NULL);
+    Py_XDECREF(unwound);
+    PyErr_Clear();
+    PyErr_SetRaisedException(pending);
+#else
+    (void)tstate;
+    (void)frame;
+#endif
+    return result;
+}
+
+/* Frames the hook shows to the callback: plain function frames that are
+ * about to start. Generators, coroutines, module and class bodies (no
+ * CO_OPTIMIZED), and frames resumed with an exception run as usual. */
+static int
+is_hookable(_PyInterpreterFrame *frame, int throwflag)
+{
+    PyCodeObject *code = frame->f_code;
+    void *extra = NULL;
+    if (throwflag || frame->owner != FRAME_OWNED_BY_THREAD) {
+        return 0;
+    }
+    if (!(code->co_flags & CO_OPTIMIZED) ||
+        (code->co_flags & (CO_GENERATOR | CO_COROUTINE | CO_ASYNC_GENERATOR))) {
+        return 0;
+    }
+    if (_PyCode_GetExtra((PyObject *)code, skip_index, &extra) < 0) {
+        PyErr_Clear();
+        return 1;
+    }
+    return extra != SKIP_MARK;
+}
+
+/* ---- The evaluator ------------------------------------------------------ */
+static PyObject *
+minidynamo_eval(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwflag)
+{
+    PyObject *callback = thread_callback;
+    if (callback == NULL || thread_paused || !is_hookable(frame, throwflag)) {
+        return _PyEval_EvalFrameDefault(tstate, frame, throwflag);
+    }
+
+    /* Ask the callback, with the hook paused for this thread. The callback
+     * may replace itself (set_eval_frame), so hold our own reference. */
+    PyObject *snapshot = frame_snapshot(frame);
+    if (snapshot == NULL) {
+        return finish_without_running(tstate, frame, NULL);
+    }
+    Py_INCREF(callback);
+    thread_paused = 1;
+    PyObject *replacement = PyObject_CallOneArg(callback, snapshot);
+    thread_paused = 0;
+    Py_DECREF(callback);
+
+    if (replacement == Py_None) {
+        Py_DECREF(replacement);
+        Py_DECREF(snapshot);
+        return _PyEval_EvalFrameDefault(tstate, frame, throwflag);
+    }
+    if (replacement != NULL && !PyCallable_Check(replacement)) {
+        PyErr_Format(PyExc_TypeError,
+                     "the eval-frame callback must return None or a callable, not %.100s",
+                     Py_TYPE(replacement)->tp_name);
+        Py_CLEAR(replacement);
+    }
+    /* A replacement that is replaced in turn never reaches the default
+     * evaluator, which is where CPython counts recursion: count it here, so
+     * that an endless chain raises RecursionError instead of overflowing the
+     * C stack. The hook stays on while the replacement runs: what it calls
+     * is seen. */
+    PyObject *result = NULL;
+    if (replacement != NULL && !Py_EnterRecursiveCall(" in a frame replaced by the hook")) {
+        PyObject *slots = ((FrameObject *)snapshot)->slots;
+        result = PyObject_Vectorcall(replacement, &PyTuple_GET_ITEM(slots, 0),
+                                     PyTuple_GET_SIZE(slots), NULL);
+        Py_LeaveRecursiveCall();
+    }
+    Py_XDECREF(replacement);
+    Py_DECREF(snapshot);
+    return finish_without_running(tstate, frame, result);
+}
+
+/* ---- The module's functions --------------------------------------------- */
+static void
+update_installed_evaluator(void)
+{
+    PyInterpreterState *interp = PyInterpreterState_Get();
+    _PyInterpreterState_SetEvalFrameFunc(
+        interp, threads_with_callback > 0 ? minidynamo_eval : _PyEval_EvalFrameDefault);
+}
+
+static PyObject *
+set_eval_frame(PyObject *Py_UNUSED(module), PyObject *callback)
+{
+    if (callback != Py_None && !PyCallable_Check(callback)) {
+        PyErr_Format(PyExc_TypeError,
+                     "set_eval_frame() takes a callable or None, not %.100s",
+                     Py_TYPE(callback)->tp_name);
+        return NULL;
+    }
+    PyObject *previous = thread_callback; /* our reference passes to the caller */
+    thread_callback = callback == Py_None ? NULL : Py_NewRef(callback);
+    threads_with_callback += (thread_callback != NULL) - (previous != NULL);
+    update_installed_evaluator();
+    return previous != NULL ? previous : Py_NewRef(Py_None);
+}
+
+static PyObject *
+get_eval_frame(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored))
+{
+    return Py_NewRef(thread_callback != NULL ? thread_callback : Py_None);
+}
+
+static PyObject *
+skip_code(PyObject *Py_UNUSED(module), PyObject *code)
+{
+    if (!PyCode_Check(code)) {
+        PyErr_Format(PyExc_TypeError, "skip_code() takes a code object, not %.100s",
+                     Py_TYPE(code)->tp_name);
+        return NULL;
+    }
+    if (_PyCode_SetExtra(code, skip_index, SKIP_MARK) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* call_unhooked(fn, *args, **kwargs): run fn with the hook paused in this
+ * thread -- how later stages run a compiled graph, which must not be traced. */
+static PyObject *
+call_unhooked(PyObject *Py_UNUSED(module), PyObject *const *args, size_t nargsf,
+              PyObject *kwnames)
+{
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs < 1) {
+        PyErr_SetString(PyExc_TypeError, "call_unhooked() needs a function to call");
+        return NULL;
+    }
+    int was_paused = thread_paused;
+    thread_paused = 1;
+    PyObject *result = PyObject_Vectorcall(args[0], args + 1, nargs - 1, kwnames);
+    thread_paused = was_paused;
+    return result;
+}
+
+static PyMethodDef module_methods[] = {
+    {"set_eval_frame", set_eval_frame, METH_O,
+     "set_eval_frame(callback) -> previous callback of this thread (None to turn the hook off)"},
+    {"get_eval_frame", get_eval_frame, METH_NOARGS, "The callback of this thread, or None."},
+    {"skip_code", skip_code, METH_O,
+     "Never show frames of this code object to the callback (they run as usual)."},
+    {"call_unhooked", (PyCFunction)(void (*)(void))call_unhooked,
+     METH_FASTCALL | METH_KEYWORDS, "call_unhooked(fn, *args, **kwargs): call fn with the hook off"},
+    {NULL},
+};
+
+static struct PyModuleDef module_def = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "stage1_eval_frame._eval_frame",
+    .m_doc = "A PEP 523 frame evaluator that shows each new Python frame to a callback.",
+    .m_size = -1,
+    .m_methods = module_methods,
+};
+
+PyMODINIT_FUNC
+PyInit__eval_frame(void)
+{
+    if (PyType_Ready(&FrameType) < 0) {
+        return NULL;
+    }
+    skip_index = _PyEval_RequestCodeExtraIndex(NULL);
+    if (skip_index < 0) {
+        return NULL;
+    }
+    unwind_marker = PyObject_CallFunction(PyExc_SystemError, "s",
+                                          "minidynamo: unwinding a frame that was replaced");
+    if (unwind_marker == NULL) {
+        return NULL;
+    }
+    PyObject *module = PyModule_Create(&module_def);
+    if (module == NULL) {
+        return NULL;
+    }
+    if (PyModule_AddObjectRef(module, "Frame", (PyObject *)&FrameType) < 0) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}

@@ -1,0 +1,139 @@
+"""Sources: where each value the VM reads came from.
+
+A source is a path from the frame to a value: local `x`, global `torch`,
+attribute `weight` of local `self`, item 2 of local `xs`. The VM attaches one
+to every value it reads from outside the function; stage 3 turns the
+assumptions made about those values into guards, and stage 4 uses the same
+paths to load the inputs of a compiled graph. This is the one idea that
+connects the VM, the guards and the rewritten bytecode
+(torch/_dynamo/source.py has ~40 kinds; these few cover what we trace).
+
+Every source prints as a Python expression over three names, the same ones a
+stage-3 guard function receives: `L` (the frame's arguments by name), `G`
+(the function's globals) and `F` (the function object, for its closure).
+"""
+
+import builtins
+from dataclasses import dataclass
+
+
+class Source:
+    """A path to a value, printable as a Python expression over L, G and F."""
+
+    def name(self) -> str:
+        raise NotImplementedError
+
+    def describe(self) -> str:
+        """Words for messages: "local 'x'", "attribute 'weight' of local 'self'"."""
+        raise NotImplementedError
+
+    def get(self, L: dict, G: dict, F=None):
+        """Read the value this source names from a frame's locals, globals and function."""
+        return eval(self.name(), {"L": L, "G": G, "F": F, "B": builtins})
+
+    def __str__(self) -> str:
+        return self.name()
+
+
+@dataclass(frozen=True)
+class LocalSource(Source):
+    local: str
+
+    def name(self):
+        return f"L[{self.local!r}]"
+
+    def describe(self):
+        return f"local {self.local!r}"
+
+
+@dataclass(frozen=True)
+class GlobalSource(Source):
+    global_name: str
+
+    def name(self):
+        return f"G[{self.global_name!r}]"
+
+    def describe(self):
+        return f"global {self.global_name!r}"
+
+
+@dataclass(frozen=True)
+class BuiltinSource(Source):
+    builtin: str
+
+    def name(self):
+        return f"B.{self.builtin}"
+
+    def describe(self):
+        return f"builtin {self.builtin!r}"
+
+
+@dataclass(frozen=True)
+class ClosureSource(Source):
+    """A free variable of the traced function: the contents of one of its closure cells."""
+
+    free_name: str
+    index: int
+
+    def name(self):
+        return f"F.__closure__[{self.index}].cell_contents"
+
+    def describe(self):
+        return f"closure variable {self.free_name!r}"
+
+
+@dataclass(frozen=True)
+class AttrSource(Source):
+    base: Source
+    member: str
+
+    def name(self):
+        return f"{self.base.name()}.{self.member}"
+
+    def describe(self):
+        return f"attribute {self.member!r} of {self.base.describe()}"
+
+
+@dataclass(frozen=True)
+class ItemSource(Source):
+    """`base[index]`: an item of a list, tuple or dict (index is an int or a constant key)."""
+
+    base: Source
+    index: object
+
+    def name(self):
+        return f"{self.base.name()}[{self.index!r}]"
+
+    def describe(self):
+        return f"item {self.index!r} of {self.base.describe()}"
+
+
+@dataclass(frozen=True)
+class Assumption:
+    """One fact the trace relied on; stage 3 turns each into a guard.
+
+    `kind` names what was relied on: "type" (the value's type), "id" (this very
+    object: a module, a function, a global), "constant" (a Python scalar,
+    string or tuple of them, by value), "tensor" (dtype, device, shape,
+    strides, requires_grad), "length" (of a list, tuple or dict),
+    "dict_keys", and the global state "grad_mode" and "default_dtype"
+    (`source` is None for those two).
+    """
+
+    kind: str
+    source: Source | None = None
+
+    KINDS = (
+        "type",
+        "id",
+        "constant",
+        "tensor",
+        "length",
+        "dict_keys",
+        "grad_mode",
+        "default_dtype",
+    )
+
+    def __post_init__(self):
+        if self.kind not in self.KINDS:
+            raise ValueError(f"unknown assumption kind {self.kind!r}")

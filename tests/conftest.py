@@ -1,0 +1,29 @@
+"""Shared pytest set-up: a marker per stage (from the folder) and hypothesis profiles."""
+
+import os
+import pathlib
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "ci",
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile(
+    "thorough",
+    max_examples=500,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+def pytest_collection_modifyitems(items):
+    """`pytest -m stage3` runs exactly the chapter a reader is on."""
+    for item in items:
+        folder = pathlib.Path(str(item.fspath)).parent.name
+        if folder.startswith("stage") and folder[5:].isdigit():
+            item.add_marker(getattr(pytest.mark, folder))

@@ -1,0 +1,435 @@
+"""Stage 1: the PEP 523 hook. Runs without torch, so it also runs on any CPython 3.11/3.12."""
+
+import asyncio
+import gc
+import inspect
+import sys
+import threading
+import tracemalloc
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import stage1_eval_frame as ef
+
+# ---------------------------------------------------------------------------
+# Random functions with random signatures, written as source text.
+
+NAMES = ["a", "b", "c", "d", "e"]
+
+
+@st.composite
+def signatures(draw):
+    """(source of a parameter list, positional args, keyword args) that bind to it."""
+    n_pos = draw(st.integers(0, 3))
+    n_defaults = draw(st.integers(0, n_pos))
+    n_kwonly = draw(st.integers(0, 2))
+    varargs = draw(st.booleans())
+    varkw = draw(st.booleans())
+    names = iter(NAMES)
+    params, args, kwargs = [], [], {}
+    value = st.one_of(st.integers(-5, 5), st.text("xyz", max_size=3), st.none())
+    passed_defaults = draw(st.integers(0, n_defaults))  # defaults are filled left to right
+    for i in range(n_pos):
+        name = next(names)
+        if i >= n_pos - n_defaults:
+            params.append(f"{name}={draw(value)!r}")
+            if i < n_pos - n_defaults + passed_defaults:
+                args.append(draw(value))
+        else:
+            params.append(name)
+            args.append(draw(value))
+    if varargs:
+        params.append("*rest")
+        if len(args) == n_pos:
+            args += draw(st.lists(value, max_size=3))
+    elif n_kwonly:
+        params.append("*")
+    for _ in range(n_kwonly):
+        name = next(names)
+        if draw(st.booleans()):
+            params.append(f"{name}={draw(value)!r}")
+            if draw(st.booleans()):
+                kwargs[name] = draw(value)
+        else:
+            params.append(name)
+            kwargs[name] = draw(value)
+    if varkw:
+        params.append("**options")
+        for key in draw(st.lists(st.sampled_from(["p", "q", "r"]), max_size=2, unique=True)):
+            kwargs[key] = draw(value)
+    return ", ".join(params), args, kwargs
+
+
+def make_function(params, *, closure, recursive, args=(), kwargs=None):
+    """A function whose result shows every argument it received (and a closure, a recursion)."""
+    body = [
+        f"def f(n, {params}):" if params else "def f(n):",
+        "    here = dict(locals())",
+        "    here.pop('n')",
+    ]
+    if closure:
+        body.append("    here['captured'] = captured")
+    if recursive:
+        body.append("    if n > 0:")
+        body.append("        return [here, n] + f(n - 1, *call_args, **call_kwargs)")
+    body.append("    return [here, n]")
+    source = "\n".join("    " + line for line in body)
+    namespace = {}
+    exec(f"def outer(captured, call_args, call_kwargs):\n{source}\n    return f\n", namespace)
+    return namespace["outer"]([1, 2], args, kwargs or {})
+
+
+def passthrough(frame):
+    return None
+
+
+@given(signatures(), st.booleans(), st.booleans(), st.integers(0, 3))
+def test_passthrough_returns_what_the_function_returns(sig, closure, recursive, n):
+    params, args, kwargs = sig
+    fn = make_function(params, closure=closure, recursive=recursive, args=args, kwargs=kwargs)
+    expected = fn(n, *args, **kwargs)
+    with ef.eval_frame(passthrough):
+        actual = fn(n, *args, **kwargs)
+    assert actual == expected
+
+
+@given(signatures())
+def test_replacement_receives_exactly_the_frames_argument_slots(sig):
+    params, args, kwargs = sig
+    fn = make_function(params, closure=False, recursive=False)
+    received = []
+
+    def replacement(*slots):
+        received.append(slots)
+        return "replaced"
+
+    def callback(frame):
+        return replacement if frame.code is fn.__code__ else None
+
+    with ef.eval_frame(callback):
+        assert fn(0, *args, **kwargs) == "replaced"
+    assert received == [expected_slots(fn, 0, *args, **kwargs)]
+
+
+def expected_slots(fn, *args, **kwargs):
+    """CPython's slot order: positional, keyword-only, then *args and **kwargs."""
+    bound = inspect.signature(fn).bind(*args, **kwargs)
+    bound.apply_defaults()
+    order = [
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        inspect.Parameter.KEYWORD_ONLY,
+        inspect.Parameter.VAR_POSITIONAL,
+        inspect.Parameter.VAR_KEYWORD,
+    ]
+    parameters = sorted(
+        inspect.signature(fn).parameters.values(), key=lambda p: order.index(p.kind)
+    )
+    return tuple(bound.arguments[p.name] for p in parameters)
+
+
+# ---------------------------------------------------------------------------
+# What the callback sees.
+
+
+def add(a, b=2, *rest, c, **options):
+    return a + b + c + sum(rest) + sum(options.values())
+
+
+def test_frame_describes_the_call():
+    frames = []
+    with ef.eval_frame(lambda frame: frames.append(frame) if frame.code is add.__code__ else None):
+        assert add(1, c=3, d=4) == 10
+    (frame,) = frames
+    assert frame.code is add.__code__
+    assert frame.function is add
+    assert frame.globals is globals()
+    assert frame.builtins["len"] is len
+    assert frame.slots == (1, 2, 3, (), {"d": 4})
+    assert frame.arguments == {"a": 1, "b": 2, "c": 3, "rest": (), "options": {"d": 4}}
+    assert repr(frame).startswith("<Frame add at ")
+
+
+def test_callback_sees_nested_calls_in_order():
+    def inner(x):
+        return x + 1
+
+    def outer(x):
+        return inner(x) * 2
+
+    names = []
+    with ef.eval_frame(lambda frame: names.append(frame.code.co_name)):
+        assert outer(1) == 4
+    assert names[:2] == ["outer", "inner"]
+
+
+def test_the_hook_is_off_while_the_callback_runs():
+    depth = []
+
+    def helper():
+        return 1
+
+    def callback(frame):
+        depth.append(frame.code.co_name)
+        helper()  # a Python call inside the callback must not reach the callback
+
+    with ef.eval_frame(callback):
+        add(1, c=1)
+    assert "helper" not in depth
+
+
+def test_the_hook_stays_on_inside_a_replacement():
+    def inner():
+        return "inner"
+
+    def replacement(*slots):
+        return inner()
+
+    seen = []
+
+    def callback(frame):
+        seen.append(frame.code.co_name)
+        return replacement if frame.code is add.__code__ else None
+
+    with ef.eval_frame(callback):
+        assert add(1, c=1) == "inner"
+    assert seen[:3] == ["add", "replacement", "inner"]
+
+
+@pytest.mark.parametrize(
+    "kind",
+    ["generator", "coroutine", "class body", "module body", "generator.throw"],
+)
+def test_frames_left_alone(kind):
+    seen = []
+
+    def gen():
+        try:
+            yield 1
+        except KeyError:
+            yield 2
+
+    async def coro():
+        return 3
+
+    def callback(frame):
+        seen.append(frame.code.co_name)
+
+    with ef.eval_frame(callback):
+        if kind == "generator":
+            assert list(gen()) == [1]
+        elif kind == "coroutine":
+            assert asyncio.run(coro()) == 3
+        elif kind == "class body":
+
+            class Body:
+                x = 1
+
+        elif kind == "module body":
+            exec("y = 1", {})
+        else:
+            g = gen()
+            next(g)
+            assert g.throw(KeyError) == 2
+    assert not {"gen", "coro", "Body", "<module>"} & set(seen)
+
+
+# ---------------------------------------------------------------------------
+# Exceptions propagate unchanged.
+
+
+class Custom(Exception):
+    pass
+
+
+def test_exception_from_the_callback_propagates():
+    def callback(frame):
+        if frame.code is add.__code__:
+            raise Custom("from the callback")
+
+    with ef.eval_frame(callback), pytest.raises(Custom, match="from the callback"):
+        add(1, c=1)
+
+
+def test_exception_from_the_replacement_propagates():
+    def replacement(*slots):
+        raise Custom("from the replacement")
+
+    with (
+        ef.eval_frame(lambda f: replacement if f.code is add.__code__ else None),
+        pytest.raises(Custom, match="from the replacement"),
+    ):
+        add(1, c=1)
+
+
+def test_exception_of_the_function_itself_propagates():
+    with ef.eval_frame(passthrough), pytest.raises(TypeError):
+        add("a", c=1)
+
+
+def test_a_callback_must_return_none_or_a_callable():
+    with (
+        ef.eval_frame(lambda f: 42 if f.code is add.__code__ else None),
+        pytest.raises(TypeError, match="must return None or a callable, not int"),
+    ):
+        add(1, c=1)
+    with pytest.raises(TypeError, match="takes a callable or None"):
+        ef.set_eval_frame(3)
+
+
+# ---------------------------------------------------------------------------
+# Installing, threads, skipping, recursion.
+
+
+def test_set_eval_frame_returns_the_previous_callback():
+    assert ef.get_eval_frame() is None
+    assert ef.set_eval_frame(passthrough) is None
+    try:
+        assert ef.get_eval_frame() is passthrough
+        with ef.disabled():
+            assert ef.get_eval_frame() is None
+        assert ef.get_eval_frame() is passthrough
+    finally:
+        assert ef.set_eval_frame(None) is passthrough
+
+
+def test_threads_are_isolated():
+    barrier = threading.Barrier(2)
+    seen = []
+
+    def worker_function():
+        return 1
+
+    def worker():
+        barrier.wait()
+        for _ in range(1000):
+            worker_function()
+        barrier.wait()
+
+    def main_function():
+        return 2
+
+    thread = threading.Thread(target=worker)
+    with ef.eval_frame(lambda frame: seen.append(frame.code.co_name)):
+        thread.start()
+        barrier.wait()
+        for _ in range(1000):
+            main_function()
+        barrier.wait()
+    thread.join()
+    assert "main_function" in seen
+    assert "worker_function" not in seen
+
+
+def test_a_callback_set_in_another_thread_is_not_seen_here():
+    started, stop = threading.Event(), threading.Event()
+    seen = []
+
+    def worker():
+        with ef.eval_frame(lambda frame: seen.append(frame.code.co_name)):
+            started.set()
+            stop.wait()
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    started.wait()
+    add(1, c=1)
+    stop.set()
+    thread.join()
+    assert "add" not in seen
+
+
+def test_skip_code_hides_a_code_object():
+    def hidden():
+        return 1
+
+    ef.skip_code(hidden.__code__)
+    seen = []
+    with ef.eval_frame(lambda frame: seen.append(frame.code.co_name)):
+        hidden()
+        add(1, c=1)
+    assert "hidden" not in seen and "add" in seen
+    with pytest.raises(TypeError):
+        ef.skip_code(hidden)
+
+
+def test_call_unhooked_runs_without_the_hook():
+    seen = []
+    with ef.eval_frame(lambda frame: seen.append(frame.code.co_name)):
+        assert ef.call_unhooked(add, 1, c=2) == 5
+    assert "add" not in seen
+
+
+def recurse(n):
+    return 0 if n == 0 else 1 + recurse(n - 1)
+
+
+def test_recursion_gives_the_same_result():
+    # 3.12 charges each evaluator entry to CPython's C-stack budget (1500 units,
+    # 2 per entry), so a hooked recursion ends near 750 rather than 1000 frames.
+    depth = 600
+    with ef.eval_frame(passthrough):
+        assert recurse(depth) == depth
+
+
+def test_an_endless_chain_of_replacements_raises_recursion_error():
+    def replacement(*slots):
+        return "never"
+
+    def callback(frame):
+        return (
+            replacement
+            if frame.code is add.__code__ or frame.code is replacement.__code__
+            else None
+        )
+
+    with ef.eval_frame(callback), pytest.raises(RecursionError):
+        add(1, c=1)
+
+
+def test_too_deep_recursion_raises_recursion_error_as_without_the_hook():
+    with pytest.raises(RecursionError):
+        recurse(sys.getrecursionlimit() + 10)
+    with ef.eval_frame(passthrough), pytest.raises(RecursionError):
+        recurse(sys.getrecursionlimit() + 10)
+    with ef.eval_frame(passthrough):  # and the hook still works afterwards
+        assert recurse(10) == 10
+
+
+# ---------------------------------------------------------------------------
+# No reference is leaked or freed twice.
+
+
+def test_a_million_hooked_calls_leak_nothing():
+    argument = object()
+    keyword = object()
+
+    def function(x, *, y):
+        return x
+
+    def replacement(x, y):
+        return x
+
+    def callback(frame):
+        return (
+            replacement if frame.code is function.__code__ and frame.slots[0] is keyword else None
+        )
+
+    def run(count):
+        for _ in range(count):
+            function(argument, y=keyword)  # run normally
+            function(keyword, y=argument)  # replaced
+
+    with ef.eval_frame(callback):
+        run(1000)  # warm up caches and allocators
+        gc.collect()
+        refs = sys.getrefcount(argument), sys.getrefcount(keyword)
+        tracemalloc.start()
+        before = tracemalloc.get_traced_memory()[0]
+        run(500_000)
+        gc.collect()
+        after = tracemalloc.get_traced_memory()[0]
+        tracemalloc.stop()
+    assert (sys.getrefcount(argument), sys.getrefcount(keyword)) == refs
+    assert after - before < 64 * 1024, f"{after - before} bytes were not freed"
