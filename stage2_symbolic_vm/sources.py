@@ -69,6 +69,17 @@ class BuiltinSource(Source):
 
 
 @dataclass(frozen=True)
+class FunctionSource(Source):
+    """The traced function itself; the object of a traced bound method is `F.__self__`."""
+
+    def name(self):
+        return "F"
+
+    def describe(self):
+        return "the traced function"
+
+
+@dataclass(frozen=True)
 class ClosureSource(Source):
     """A free variable of the traced function: the contents of one of its closure cells."""
 
@@ -88,6 +99,8 @@ class AttrSource(Source):
     member: str
 
     def name(self):
+        if not self.member.isidentifier():  # submodule "0" of a ModuleList
+            return f"getattr({self.base.name()}, {self.member!r})"
         return f"{self.base.name()}.{self.member}"
 
     def describe(self):

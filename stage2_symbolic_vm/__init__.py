@@ -1,0 +1,36 @@
+"""Stage 2: a symbolic interpreter of CPython bytecode.
+
+Stage 1 hands us a frame; this stage runs that frame's bytecode without
+running it: one handler per opcode over symbolic values (Variables), user
+functions inlined, Python loops unrolled, and every tensor operation recorded
+into a Trace, with shapes and dtypes computed on meta tensors. Where it
+cannot go on, it raises `Unsupported` with the reason, the line and the VM's
+state: stage 4 turns that into a graph break.
+
+Read first: `vm.py` (the interpreter loop and one handler per opcode), then
+`variables.py` (what a symbolic value is), `tensor_ops.py` (how a node is
+recorded on meta tensors), `operators.py`, `functions.py` and
+`builtins_table.py` (calls and operators), `builder.py` (outside values and
+their assumptions), `errors.py` (where it stops), and `trace.py` and
+`sources.py` (what stages 3 and 4 consume).
+"""
+
+from .errors import BREAK_KINDS, Unsupported
+from .sources import Assumption, Source
+from .trace import Node, Trace, replay
+from .variables import Variable
+from .vm import VMState, handled_opnames, trace
+
+__all__ = [
+    "BREAK_KINDS",
+    "Assumption",
+    "Node",
+    "Source",
+    "Trace",
+    "Unsupported",
+    "VMState",
+    "Variable",
+    "handled_opnames",
+    "replay",
+    "trace",
+]

@@ -1,0 +1,122 @@
+"""`Unsupported`: where and why the symbolic VM stops, as structured data.
+
+Every stop has a *kind* from the registry below, with an explanation and a
+hint a student can act on. Stage 4 turns an `Unsupported` into a graph break
+(it cuts the graph at `state`, the root frame's stack and locals), `explain()`
+prints the explanation, and the tests match on the kind. torch/_dynamo keeps
+the same idea in `exc.Unsupported` + `graph_break_registry.json`.
+"""
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class BreakKind:
+    explanation: str
+    hint: str
+
+
+BREAK_KINDS = {
+    "data_dependent_branch": BreakKind(
+        "a branch on the value of a tensor (`if x.sum() > 0`): the trace records operations, "
+        "not values, so it cannot know which way the branch goes",
+        "use `torch.where(cond, a, b)`, or branch on shapes and Python values instead",
+    ),
+    "item_call": BreakKind(
+        "a tensor's data was turned into a Python value (`.item()`, `.tolist()`, `int(x)`, "
+        "`bool(x)`): tracing uses meta tensors, which have a shape but no data",
+        "keep the value as a 0-d tensor and use tensor operations on it",
+    ),
+    "dynamic_shape_op": BreakKind(
+        "an operation whose output shape depends on the data (`nonzero`, `unique`, `x[mask]`): "
+        "shapes are static in this stage",
+        "use a fixed-shape form such as `torch.where(mask, x, 0)`",
+    ),
+    "untraceable_call": BreakKind(
+        "a call to a function the VM cannot look inside (`print`, a C function of another "
+        "library, a random-number generator, an I/O call)",
+        "move the call outside the traced function, or use a torch operation instead",
+    ),
+    "unsupported_opcode": BreakKind(
+        "a bytecode instruction the VM has no handler for (`with`, `try`, `raise`, generators, "
+        "`yield`, ...)",
+        "see `python -m stage2_symbolic_vm.coverage`; adding a handler is one method",
+    ),
+    "unsupported_mutation": BreakKind(
+        "a change to a value that lives outside the trace (an input tensor mutated in place, "
+        "an argument list appended to, a global or an attribute assigned)",
+        "build a new value and return it instead of changing the old one",
+    ),
+    "unsupported_value": BreakKind(
+        "an operation on a Python value the VM does not model (a user object, a set, a "
+        "generator, an exception, ...)",
+        "pass tensors, numbers, strings and lists/tuples/dicts of them",
+    ),
+    "eager_error": BreakKind(
+        "the operation raises an error when run (a shape mismatch, a wrong argument, an "
+        "explicit `raise`): the traced function would raise here too",
+        "run the function eagerly to see the error",
+    ),
+    "trace_limit": BreakKind(
+        "the trace grew too long: calls nested too deeply (recursion) or a loop that does not end",
+        "make the recursion a loop with a fixed bound",
+    ),
+}
+
+
+@dataclass(frozen=True)
+class Location:
+    """One frame of the user's stack at the stop: function, file, line and instruction."""
+
+    function: str
+    filename: str
+    lineno: int | None
+    offset: int
+    opname: str
+
+    def __str__(self):
+        where = f'File "{self.filename}", line {self.lineno}, in {self.function}'
+        return f"{where} ({self.opname} @ {self.offset})"
+
+
+class Unsupported(Exception):
+    """The VM cannot go on; stage 4 turns this into a graph break.
+
+    `kind` is a key of BREAK_KINDS; `reason` says in words what happened.
+    `offset`, `opname`, `lineno`, `filename` locate the instruction where it
+    stopped, in the innermost frame (inside an inlined helper if that is where
+    it stopped); `frames` lists the Location of every frame, root first.
+    `state` is the VMState of the *root* frame at its current instruction
+    (the CALL that entered the helper, before its operands were popped), and
+    `trace` the Trace recorded so far: everything stage 4 needs to cut the
+    graph there. The VM fills those four in as the exception leaves it.
+    """
+
+    def __init__(self, kind: str, reason: str):
+        assert kind in BREAK_KINDS, kind
+        super().__init__(reason)
+        self.kind = kind
+        self.reason = reason
+        self.frames: list[Location] = []
+        self.state = None
+        self.trace = None
+
+    @property
+    def explanation(self) -> str:
+        return BREAK_KINDS[self.kind].explanation
+
+    @property
+    def hint(self) -> str:
+        return BREAK_KINDS[self.kind].hint
+
+    def _innermost(self, field):
+        return getattr(self.frames[-1], field) if self.frames else None
+
+    offset = property(lambda self: self._innermost("offset"))
+    opname = property(lambda self: self._innermost("opname"))
+    lineno = property(lambda self: self._innermost("lineno"))
+    filename = property(lambda self: self._innermost("filename"))
+
+    def __str__(self):
+        where = "\n".join(f"  {loc}" for loc in self.frames)
+        return f"{self.reason}\n{where}\n  why: {self.explanation}\n  hint: {self.hint}"

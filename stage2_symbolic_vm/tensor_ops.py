@@ -1,0 +1,253 @@
+"""Recording a tensor operation: run it on meta tensors, add one node to the trace.
+
+A meta tensor has a shape, a dtype and strides but no data, so running an op
+on meta tensors computes exactly the metadata of its result and nothing else:
+`torch.matmul` on a 4096×4096 meta tensor costs nothing. torch/_dynamo does
+the same with FakeTensors (meta tensors that also remember a device); here
+the device travels beside the meta tensor, in TensorVariable.device.
+
+Some ops cannot be traced this way, and say so: their result depends on the
+data (`.item()`, `nonzero`, `x[mask]`), they draw random numbers (a replay
+would draw different ones than eager), or they touch the world (`backward`).
+"""
+
+import operator
+
+import torch
+
+from .errors import Unsupported
+from .trace import target_name
+from .variables import (
+    ConstantVariable,
+    DictVariable,
+    ListVariable,
+    SequenceVariable,
+    TensorVariable,
+    TupleVariable,
+    is_constant_value,
+)
+
+# Turning data into Python values: meta tensors have none (torch/_dynamo breaks on these too).
+DATA_OPS = {"item", "tolist", "numpy", "is_nonzero", "equal", "allclose", "__bool__", "__int__"}
+DATA_OPS |= {"__float__", "__index__", "__complex__", "__repr__", "__str__", "__format__"}
+# Random numbers: a replay would draw different ones than eager did.
+RANDOM_OPS = {"rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like"}
+RANDOM_OPS |= {"bernoulli", "bernoulli_", "multinomial", "normal", "normal_", "poisson", "rrelu"}
+RANDOM_OPS |= {"uniform_", "random_", "exponential_", "geometric_", "cauchy_", "log_normal_"}
+RANDOM_OPS |= {"dropout", "dropout_", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout"}
+RANDOM_OPS |= {"feature_alpha_dropout", "gumbel_softmax", "rrelu_"}
+# Side effects outside the trace, or answers a meta tensor would get wrong.
+UNTRACEABLE_OPS = {"backward", "register_hook", "retain_grad", "data_ptr", "storage", "type"}
+UNTRACEABLE_OPS |= {"untyped_storage", "share_memory_", "pin_memory", "is_pinned", "get_device"}
+UNTRACEABLE_OPS |= {"record_stream", "set_", "resize_", "resize_as_", "storage_offset", "is_set_to"}
+# Ops that return a Python value computed from shapes and dtypes only: safe on meta tensors.
+METADATA_OPS = {"size", "dim", "ndimension", "numel", "nelement", "stride", "is_contiguous"}
+METADATA_OPS |= {"is_floating_point", "is_complex", "is_signed", "element_size", "__len__"}
+METADATA_OPS |= {"result_type", "is_same_size", "can_cast", "promote_types"}
+# Factories make a tensor from Python values alone; they need a device and a default dtype.
+FACTORIES = {"zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "tensor"}
+FACTORIES |= {"as_tensor", "scalar_tensor", "empty_strided", "zeros_like", "ones_like"}
+FACTORIES |= {"full_like", "empty_like"}
+INPLACE_OPERATORS = {"iadd", "isub", "imul", "imatmul", "itruediv", "ifloordiv", "imod", "ipow"}
+INPLACE_OPERATORS |= {"iand", "ior", "ixor", "ilshift", "irshift", "setitem"}
+
+
+def op_name(target) -> str:
+    return target if isinstance(target, str) else getattr(target, "__name__", "")
+
+
+def is_random(name, args, kwargs) -> bool:
+    """Random ops draw numbers; dropout only when training (in eval mode it is the identity)."""
+    if name not in RANDOM_OPS:
+        return False
+    if "dropout" not in name:
+        return True
+    training = kwargs.get("training", kwargs.get("train", args[2] if len(args) > 2 else None))
+    off = (
+        training is not None and training.is_python_constant() and not training.as_python_constant()
+    )
+    return not off
+
+
+def check_traceable(target, name, args, kwargs):
+    shown = f"`.{name}()`" if isinstance(target, str) else f"`{target_name(target)}`"
+    if name in DATA_OPS:
+        raise Unsupported("item_call", f"{shown} reads the data of a tensor")
+    if is_random(name, args, kwargs):
+        raise Unsupported("untraceable_call", f"{shown} draws random numbers")
+    if name in UNTRACEABLE_OPS:
+        raise Unsupported(
+            "untraceable_call", f"{shown} is not traced (side effect or device query)"
+        )
+
+
+def mutated_arguments(name, args, kwargs) -> list:
+    """The Variables an op changes in place: `x.add_(1)`, `x += 1`, `x[0] = 1`, `out=`."""
+    changed = [kwargs["out"]] if "out" in kwargs else []
+    inplace = kwargs.get("inplace")
+    inplace = inplace is not None and inplace.is_python_constant() and inplace.as_python_constant()
+    in_place_name = name.endswith("_") and not name.endswith("__")
+    if args and (in_place_name or name in INPLACE_OPERATORS or inplace):
+        changed.append(args[0])
+    return changed
+
+
+def check_mutation(target, name, args, kwargs):
+    for var in mutated_arguments(name, args, kwargs):
+        if isinstance(var, TensorVariable) and not var.fresh:
+            where = var.source.describe() if var.source else f"{var.node!r}, a view of an input"
+            raise Unsupported(
+                "unsupported_mutation",
+                f"in-place `{name}` on {where}: the trace cannot change a tensor from outside",
+            )
+
+
+def to_values(value, meta: bool):
+    """Variables -> what the op is called with: meta tensors (meta=True) or trace nodes."""
+    if isinstance(value, TensorVariable):
+        return value.meta if meta else value.node
+    if isinstance(value, SequenceVariable):
+        return value.python_type()(to_values(v, meta) for v in value.items)
+    if isinstance(value, DictVariable):
+        return {k: to_values(v, meta) for k, v in value.items.items()}
+    if isinstance(value, list):
+        return [to_values(v, meta) for v in value]
+    if isinstance(value, dict):
+        return {k: to_values(v, meta) for k, v in value.items()}
+    if value.is_python_constant():
+        return value.as_python_constant()
+    raise Unsupported("unsupported_value", f"cannot pass {value} to a tensor operation")
+
+
+def result_device(name, tensors, args, kwargs) -> torch.device:
+    """Meta tensors forget devices: the result lives where its inputs (or `device=`) say."""
+    if name in ("cpu", "cuda"):
+        return torch.device("cuda", 0) if name == "cuda" else torch.device("cpu")
+    device = kwargs["device"].as_python_constant() if "device" in kwargs else None
+    if name == "to" and device is None:  # x.to("cuda"), x.to(other_tensor), x.to(torch.float64)
+        for arg in args[1:]:
+            if isinstance(arg, TensorVariable):
+                return arg.device
+            if arg.is_python_constant() and isinstance(
+                arg.as_python_constant(), (str, torch.device)
+            ):
+                device = arg.as_python_constant()
+    if device is not None:
+        return torch.device(device)
+    # A CPU scalar tensor may meet a CUDA tensor (`x_cuda * torch.tensor(2.0)`): CUDA wins.
+    devices = [t.device for t in tensors if t.device.type != "cpu"] or [t.device for t in tensors]
+    return devices[0] if devices else torch.get_default_device()
+
+
+def tensor_variables(values) -> list:
+    """The TensorVariables among the arguments, also in lists (`torch.cat([a, b])`)."""
+    found = []
+    for value in values:
+        if isinstance(value, TensorVariable):
+            found.append(value)
+        elif isinstance(value, SequenceVariable):
+            found += tensor_variables(value.items)
+    return found
+
+
+def run_on_meta(target, meta_args, meta_kwargs, shown):
+    try:
+        if isinstance(target, str):
+            receiver, *rest = meta_args
+            return getattr(receiver, target)(*rest, **meta_kwargs)
+        return target(*meta_args, **meta_kwargs)
+    except NotImplementedError as error:  # meta kernels refuse ops with data-dependent shapes
+        raise Unsupported("dynamic_shape_op", f"{shown}: {str(error).splitlines()[0]}") from None
+    except (RuntimeError, TypeError, ValueError, IndexError) as error:
+        raise Unsupported(
+            "eager_error", f"{shown} raises {type(error).__name__}: {error}"
+        ) from None
+
+
+def record_call(tx, target, args: list, kwargs: dict):
+    """Record `target(*args, **kwargs)` (or a method, by name); return its result."""
+    name = op_name(target)
+    shown = f"`.{name}()`" if isinstance(target, str) else f"`{target_name(target)}`"
+    check_traceable(target, name, args, kwargs)
+    check_mutation(target, name, args, kwargs)
+    tensors = tensor_variables([*args, *kwargs.values()])
+    if not tensors and name not in FACTORIES:
+        raise Unsupported("untraceable_call", f"{shown} called without a tensor argument")
+    try:
+        device = result_device(name, tensors, args, kwargs)
+    except RuntimeError as error:
+        raise Unsupported("eager_error", f"{shown} raises RuntimeError: {error}") from None
+    meta_args, meta_kwargs = to_values(list(args), True), to_values(dict(kwargs), True)
+    if name in FACTORIES or "device" in meta_kwargs:
+        meta_kwargs["device"] = "meta"
+    if name == "to":
+        meta_args = [a if not isinstance(a, (str, torch.device)) else "meta" for a in meta_args]
+    if name in (
+        "cpu",
+        "cuda",
+    ):  # a meta tensor cannot move; the copy below stands for the moved tensor
+        target, meta_args = "clone", meta_args[:1]
+    result = run_on_meta(target, meta_args, meta_kwargs, shown)
+    if name == "setitem":  # `x[i] = v` returns None; what it produces is the changed `x`
+        result = meta_args[0]
+    if not tensors_in_meta(result):
+        if name in METADATA_OPS and is_constant_value(result):
+            return ConstantVariable(result)
+        raise Unsupported(
+            "untraceable_call", f"{shown} returns {type(result).__name__}, not a tensor"
+        )
+    tx.trace.assume("grad_mode")
+    if relies_on_default_dtype(name, tensors, kwargs, result):
+        tx.trace.assume("default_dtype")
+    same = next((v for v in tensors if v.meta is result), None)
+    changes = mutated_arguments(name, args, kwargs)
+    if same is not None and not changes:
+        if device == same.device:
+            return same  # `x.contiguous()`, `x.to(x.dtype)`: the op returned its input unchanged
+        same, result = None, result.clone()  # `x.to("cuda")`: a new tensor with the same metadata
+    node = tx.trace.add_node(
+        "call_method" if isinstance(target, str) else "call_function",
+        target,
+        to_values(list(args), False),
+        to_values(dict(kwargs), False),
+        meta=result,
+        lineno=tx.lineno,
+    )
+    if same is not None:
+        return same  # an in-place op returns the tensor it changed
+    fresh = all(t.fresh for t in tensors)
+    return wrap_result(tx, node, result, device, fresh)
+
+
+def tensors_in_meta(result) -> bool:
+    if isinstance(result, torch.Tensor):
+        return True
+    return isinstance(result, (tuple, list)) and any(tensors_in_meta(r) for r in result)
+
+
+def relies_on_default_dtype(name, tensors, kwargs, result) -> bool:
+    """A factory without dtype=, or a float result from non-float inputs (`int_tensor * 0.5`)."""
+    if name in FACTORIES and "dtype" not in kwargs:
+        return True
+    floating = isinstance(result, torch.Tensor) and result.dtype.is_floating_point
+    return floating and not any(t.meta.dtype.is_floating_point for t in tensors)
+
+
+def wrap_result(tx, node, meta, device, fresh):
+    """A tensor result, or a tuple of them (`torch.split`, `torch.max(x, 1)`), one node per item."""
+    if isinstance(meta, torch.Tensor):
+        # A view of an input is not fresh: changing it in place would change the input.
+        return TensorVariable(node, meta, device, fresh or not meta._is_view())
+    items = []
+    for i, item in enumerate(meta):
+        if not isinstance(item, torch.Tensor):
+            raise Unsupported(
+                "unsupported_value", f"an op returned {type(item).__name__} in a tuple"
+            )
+        getitem = tx.trace.add_node(
+            "call_function", operator.getitem, (node, i), meta=item, lineno=tx.lineno
+        )
+        items.append(TensorVariable(getitem, item, device, fresh or not item._is_view()))
+    if isinstance(meta, list):
+        return ListVariable(items)
+    return TupleVariable(items, tuple_type=type(meta))

@@ -1,0 +1,688 @@
+"""The symbolic VM: CPython's stack machine, run over Variables instead of objects.
+
+`InstructionTranslator` (torch/_dynamo/symbolic_convert.py has the same name)
+holds one frame: its instructions, a value stack, locals and closure cells,
+and an instruction pointer. `run()` executes one instruction at a time by
+calling the method named after its opname (`def LOAD_FAST(self, inst)`).
+Calling a user function starts a child translator on that function's code
+(inlining); tensor operations are recorded into the shared Trace.
+
+The handlers read as one Python version. The differences between 3.11 and
+3.12 live in ALIASES (a 3.11 name that means the same as a 3.12 one) and in
+the few handlers that check `PY312`.
+"""
+
+import builtins
+import dis
+import logging
+import operator
+import sys
+import types
+from dataclasses import dataclass, field
+
+from stage1_eval_frame.logs import get_logger
+
+from . import builder, operators, tensor_ops
+from .builtins_table import class_of
+from .errors import Location, Unsupported
+from .functions import SuperVariable, UserFunctionVariable
+from .sources import (
+    AttrSource,
+    BuiltinSource,
+    ClosureSource,
+    FunctionSource,
+    GlobalSource,
+    ItemSource,
+    LocalSource,
+)
+from .trace import Trace, bind_frame
+from .variables import (
+    NULL,
+    CellVariable,
+    ConstantVariable,
+    DictVariable,
+    IteratorVariable,
+    LazyVariable,
+    ListVariable,
+    ObjectVariable,
+    SequenceVariable,
+    TensorVariable,
+    TupleVariable,
+    Variable,
+    is_constant_value,
+)
+
+log = get_logger("trace")
+PY312 = sys.version_info >= (3, 12)
+MAX_INLINE_DEPTH = 32
+MAX_INSTRUCTIONS = 100_000
+
+# 3.11 spells some instructions differently from 3.12; they share one handler.
+ALIASES = {
+    "POP_JUMP_FORWARD_IF_FALSE": "POP_JUMP_IF_FALSE",
+    "POP_JUMP_BACKWARD_IF_FALSE": "POP_JUMP_IF_FALSE",
+    "POP_JUMP_FORWARD_IF_TRUE": "POP_JUMP_IF_TRUE",
+    "POP_JUMP_BACKWARD_IF_TRUE": "POP_JUMP_IF_TRUE",
+    "POP_JUMP_FORWARD_IF_NONE": "POP_JUMP_IF_NONE",
+    "POP_JUMP_BACKWARD_IF_NONE": "POP_JUMP_IF_NONE",
+    "POP_JUMP_FORWARD_IF_NOT_NONE": "POP_JUMP_IF_NOT_NONE",
+    "POP_JUMP_BACKWARD_IF_NOT_NONE": "POP_JUMP_IF_NOT_NONE",
+    "JUMP_BACKWARD": "JUMP_FORWARD",  # dis gives every jump an absolute target offset
+    "LOAD_FAST_CHECK": "LOAD_FAST",  # 3.12: LOAD_FAST where the local may be unbound
+}
+
+
+@dataclass
+class VMState:
+    """A frame's state before one instruction: what a debugger (or stage 4) needs to see."""
+
+    function: str
+    offset: int
+    opname: str
+    lineno: int | None
+    ip: int  # index of the instruction in `dis.get_instructions(code)`
+    stack: list
+    locals: dict
+    cells: dict = field(default_factory=dict)
+    exception_handler: int | None = (
+        None  # offset of the innermost `except` covering this instruction
+    )
+
+    def __str__(self):
+        lines = [f"{self.function} @ {self.offset} {self.opname} (line {self.lineno})"]
+        lines.append("  stack:  " + ", ".join(map(repr, self.stack)))
+        lines += [f"  local {name} = {value!r}" for name, value in self.locals.items()]
+        lines += [f"  cell {name} = {cell.contents!r}" for name, cell in self.cells.items()]
+        return "\n".join(lines)
+
+
+def trace(fn, *args, **kwargs) -> Trace:
+    """Run `fn(*args, **kwargs)` symbolically and return the Trace of its tensor operations.
+
+    `fn` is a Python function or a bound method (`model.forward`). Raises
+    `Unsupported` where it cannot go on; the exception carries the reason,
+    the place and the VM's state there.
+    """
+    L, _, _ = bind_frame(fn, args, kwargs)
+    function = fn.__func__ if isinstance(fn, types.MethodType) else fn
+    if not isinstance(function, types.FunctionType):
+        raise TypeError(f"trace() needs a Python function or method, got {type(fn).__name__}")
+    code = function.__code__
+    tx = InstructionTranslator(code, function.__globals__, Trace(code))
+    if isinstance(fn, types.MethodType):  # the method's `self` is not an argument of the call
+        tx.locals[code.co_varnames[0]] = LazyVariable(
+            fn.__self__, AttrSource(FunctionSource(), "__self__")
+        )
+    tx.locals.update({name: LazyVariable(value, LocalSource(name)) for name, value in L.items()})
+    for index, (name, cell) in enumerate(
+        zip(code.co_freevars, function.__closure__ or (), strict=True)
+    ):
+        source = ClosureSource(name, index)
+        try:
+            tx.cells[name] = CellVariable(LazyVariable(cell.cell_contents, source), source)
+        except ValueError:  # an empty cell
+            tx.cells[name] = CellVariable(None, source)
+    output = tx.run()
+    tx.trace.output = output_structure(output)
+    log.info("traced %s:\n%s", code.co_qualname, tx.trace)
+    return tx.trace
+
+
+def output_structure(value: Variable):
+    """The returned Variable as a structure of nodes and constants (Trace.output)."""
+    if isinstance(value, TensorVariable):
+        return value.node
+    if isinstance(value, SequenceVariable):
+        return value.python_type()([output_structure(v) for v in value.items])
+    if isinstance(value, DictVariable):
+        return {k: output_structure(v) for k, v in value.items.items()}
+    if value.is_python_constant():
+        return value.as_python_constant()
+    raise Unsupported(
+        "unsupported_value", f"the function returns {value}, which a trace cannot hold"
+    )
+
+
+class InstructionTranslator:
+    """One frame of the symbolic VM. The root frame traces `fn`; children are inlined calls."""
+
+    def __init__(self, code, globals_, trace, parent=None, globals_source=None):
+        self.code, self.globals, self.trace, self.parent = code, globals_, trace, parent
+        self.globals_source = globals_source  # None: the traced function's globals, G
+        self.instructions = list(dis.get_instructions(code))
+        self.index_of = {inst.offset: i for i, inst in enumerate(self.instructions)}
+        self.exception_entries = dis.Bytecode(code).exception_entries
+        self.stack: list[Variable] = []
+        self.locals: dict[str, Variable] = {}
+        self.cells: dict[str, CellVariable] = {}
+        self.ip = 0  # the next instruction to run
+        self.current = 0  # the instruction running now
+        self.lineno = code.co_firstlineno
+        self.kw_names = ()
+        self.depth = parent.depth + 1 if parent else 0
+        self.wrapped = parent.wrapped if parent else {}  # source -> Variable, shared by all frames
+        self.counter = parent.counter if parent else [0]
+        self.return_value = None
+
+    # --- the interpreter loop -------------------------------------------------------------
+
+    def run(self) -> Variable:
+        while self.return_value is None:
+            self.current, inst = self.ip, self.instructions[self.ip]
+            before = self.state() if self.parent is None else None
+            self.ip += 1
+            self.lineno = inst.positions.lineno or self.lineno
+            if log.isEnabledFor(logging.DEBUG):
+                log.debug(
+                    "%s%s %s  stack=%s", "  " * self.depth, inst.offset, inst.opname, self.stack
+                )
+            try:
+                self.step(inst)
+            except Unsupported as error:
+                error.frames.insert(0, self.location(inst))
+                if self.parent is None:
+                    error.state, error.trace = before, self.trace
+                    log.info("stopped in %s: %s", self.code.co_qualname, error)
+                raise
+        return self.return_value
+
+    def step(self, inst):
+        self.counter[0] += 1
+        if self.counter[0] > MAX_INSTRUCTIONS:
+            raise Unsupported("trace_limit", f"more than {MAX_INSTRUCTIONS} instructions")
+        handler = getattr(self, ALIASES.get(inst.opname, inst.opname), None)
+        if handler is None or not inst.opname.isupper():
+            raise Unsupported("unsupported_opcode", f"no handler for opcode {inst.opname}")
+        handler(inst)
+
+    def state(self) -> VMState:
+        """The frame at the instruction running now: its stack and locals as they are."""
+        inst = self.instructions[self.current]
+        covering = [e for e in self.exception_entries if e.start <= inst.offset < e.end]
+        handler = max(covering, key=lambda e: e.start).target if covering else None
+        lineno = inst.positions.lineno or self.lineno
+        return VMState(
+            function=self.code.co_qualname,
+            offset=inst.offset,
+            opname=inst.opname,
+            lineno=lineno,
+            ip=self.current,
+            stack=list(self.stack),
+            locals=dict(self.locals),
+            cells=dict(self.cells),
+            exception_handler=handler,
+        )
+
+    def location(self, inst) -> Location:
+        return Location(
+            self.code.co_qualname, self.code.co_filename, self.lineno, inst.offset, inst.opname
+        )
+
+    # --- helpers the Variables call back into ------------------------------------------------
+
+    def push(self, value):
+        self.stack.append(value)
+
+    def pop(self):
+        return self.stack.pop()
+
+    def popn(self, n):
+        if n == 0:
+            return []
+        values, self.stack[-n:] = self.stack[-n:], []
+        return values
+
+    def jump(self, offset):
+        self.ip = self.index_of[offset]
+
+    def read(self, value):
+        """An outside value becomes a Variable the first time the code reads it."""
+        return value.realize(self) if isinstance(value, LazyVariable) else value
+
+    def read_local(self, name):
+        if name not in self.locals:
+            raise Unsupported("eager_error", f"local variable {name!r} is read before assignment")
+        self.locals[name] = self.read(self.locals[name])
+        return self.locals[name]
+
+    def wrap(self, value, source):
+        return builder.wrap(self, value, source)
+
+    def record_call(self, target, args, kwargs):
+        return tensor_ops.record_call(self, target, list(args), dict(kwargs))
+
+    def run_python(self, fn, *args, **kwargs):
+        """Run a Python function on constants; an error it raises is an error of the traced code."""
+        try:
+            return fn(*args, **kwargs)
+        except Exception as error:  # re-raised as a named Unsupported, not swallowed
+            name = getattr(fn, "__name__", repr(fn))
+            raise Unsupported(
+                "eager_error", f"{name} raises {type(error).__name__}: {error}"
+            ) from None
+
+    def wrap_constant_result(self, value, what):
+        if is_constant_value(value):
+            return ConstantVariable(value)
+        if type(value) is list and all(is_constant_value(v) for v in value):
+            return ListVariable([ConstantVariable(v) for v in value])
+        raise Unsupported("unsupported_value", f"{what} returned a {type(value).__name__}")
+
+    def global_source(self, name):
+        if self.globals_source is None:
+            return GlobalSource(name)
+        return ItemSource(self.globals_source, name)
+
+    def truth(self, value) -> bool:
+        return value.truth(self)
+
+    def inline_call(self, fn: UserFunctionVariable, args, kwargs):
+        """Run a user function's bytecode in a child frame: the call is traced, not made."""
+        if self.depth >= MAX_INLINE_DEPTH:
+            raise Unsupported("trace_limit", f"calls nested deeper than {MAX_INLINE_DEPTH}")
+        arguments = fn.bind(args, kwargs)
+        child = InstructionTranslator(fn.code, fn.globals, self.trace, self, self.globals_source)
+        if fn.globals is not self.root().globals:
+            child.globals_source = fn.globals_source
+        child.locals = {name: self.read(value) for name, value in arguments.items()}
+        child.cells = dict(zip(fn.code.co_freevars, fn.closure, strict=True))
+        return child.run()
+
+    def root(self):
+        return self if self.parent is None else self.parent.root()
+
+    def call(self, fn, args, kwargs):
+        return fn.call(self, args, kwargs)
+
+    # --- stack and constants ------------------------------------------------------------
+
+    def NOP(self, inst):
+        pass
+
+    # Nothing to do symbolically: RESUME marks the start, PRECALL (3.11) prepares a CALL,
+    # COPY_FREE_VARS copies the closure (our cells are set up with the frame), and dis has
+    # already folded EXTENDED_ARG into the next instruction's argument. CACHE entries never
+    # show: `dis.get_instructions` hides them (show_caches=False) and computes jump targets.
+    RESUME = PRECALL = COPY_FREE_VARS = EXTENDED_ARG = NOP
+
+    def POP_TOP(self, inst):
+        self.pop()
+
+    def PUSH_NULL(self, inst):
+        self.push(NULL)
+
+    def COPY(self, inst):
+        self.push(self.stack[-inst.arg])
+
+    def SWAP(self, inst):
+        self.stack[-1], self.stack[-inst.arg] = self.stack[-inst.arg], self.stack[-1]
+
+    def LOAD_CONST(self, inst):
+        value = inst.argval
+        self.push(ConstantVariable(value) if is_constant_value(value) else ObjectVariable(value))
+
+    # --- locals, cells, globals, attributes ---------------------------------------------------
+
+    def LOAD_FAST(self, inst):
+        self.push(self.read_local(inst.argval))
+
+    def LOAD_FAST_AND_CLEAR(self, inst):
+        # 3.12 inlined comprehensions save the outer variable of the same name, NULL if unbound
+        self.push(self.locals.pop(inst.argval, NULL))
+
+    def STORE_FAST(self, inst):
+        value = self.pop()
+        if value is NULL:  # restoring an unbound variable after an inlined comprehension
+            self.locals.pop(inst.argval, None)
+        else:
+            self.locals[inst.argval] = value
+
+    def DELETE_FAST(self, inst):
+        self.read_local(inst.argval)
+        del self.locals[inst.argval]
+
+    def MAKE_CELL(self, inst):
+        self.cells[inst.argval] = CellVariable(self.locals.pop(inst.argval, None))
+
+    def LOAD_CLOSURE(self, inst):
+        self.push(self.cells[inst.argval])
+
+    def LOAD_DEREF(self, inst):
+        cell = self.cells[inst.argval]
+        if cell.contents is None:
+            raise Unsupported(
+                "eager_error", f"free variable {inst.argval!r} read before assignment"
+            )
+        cell.contents = self.read(cell.contents)
+        self.push(cell.contents)
+
+    def STORE_DEREF(self, inst):
+        cell = self.cells[inst.argval]
+        if cell.source is not None:
+            raise Unsupported("unsupported_mutation", f"assigns {cell.source.describe()}")
+        cell.contents = self.pop()
+
+    def LOAD_GLOBAL(self, inst):
+        if inst.arg & 1:  # both versions: the low bit asks for a NULL below the global
+            self.push(NULL)
+        name = inst.argval
+        if name in self.globals:
+            self.push(self.wrap(self.globals[name], self.global_source(name)))
+        elif hasattr(builtins, name):
+            self.push(self.wrap(getattr(builtins, name), BuiltinSource(name)))
+        else:
+            raise Unsupported("eager_error", f"name {name!r} is not defined")
+
+    def STORE_GLOBAL(self, inst):
+        raise Unsupported("unsupported_mutation", f"assigns global {inst.argval!r}")
+
+    def LOAD_ATTR(self, inst):
+        obj = self.pop()
+        if PY312 and inst.arg & 1:  # 3.12 folds LOAD_METHOD into LOAD_ATTR's low bit
+            self.push(NULL)
+        self.push(obj.get_attr(self, inst.argval))
+
+    def LOAD_METHOD(self, inst):
+        # 3.11: [NULL, bound method] is one of the two shapes CALL accepts below its arguments
+        obj = self.pop()
+        self.push(NULL)
+        self.push(obj.get_attr(self, inst.argval))
+
+    def LOAD_SUPER_ATTR(self, inst):
+        # 3.12: `super().name` in one instruction: [global super, __class__, self] -> attribute
+        obj, cls = self.pop(), self.pop()
+        self.pop()
+        attr = SuperVariable(class_of(cls), obj).get_attr(self, inst.argval)
+        if inst.arg & 1:
+            self.push(NULL)
+        self.push(attr)
+
+    def STORE_ATTR(self, inst):
+        obj = self.pop()
+        raise Unsupported("unsupported_mutation", f"assigns attribute {inst.argval!r} of {obj}")
+
+    # --- operators ------------------------------------------------------------------------
+
+    def BINARY_OP(self, inst):
+        b = self.pop()
+        a = self.pop()
+        self.push(operators.binary_op(self, operators.BINARY_OPS[inst.argrepr], a, b))
+
+    def unary(self, inst):
+        self.push(operators.unary_op(self, operators.UNARY_OPS[inst.opname], self.pop()))
+
+    UNARY_NEGATIVE = UNARY_POSITIVE = UNARY_INVERT = UNARY_NOT = unary
+
+    def COMPARE_OP(self, inst):
+        b = self.pop()
+        a = self.pop()
+        self.push(operators.compare_op(self, operators.COMPARE_OPS[inst.argval], a, b))
+
+    def IS_OP(self, inst):
+        b = self.pop()
+        a = self.pop()
+        self.push(ConstantVariable(operators.is_same(a, b) != bool(inst.arg)))
+
+    def CONTAINS_OP(self, inst):
+        container = self.pop()
+        item = self.pop()
+        if isinstance(container, TensorVariable):
+            raise Unsupported("data_dependent_branch", "`in` on a tensor compares its values")
+        if isinstance(container, ConstantVariable):
+            found = self.run_python(
+                operator.contains, container.as_python_constant(), item.as_python_constant()
+            )
+        else:
+            keys = container.unpack(self)
+            if not item.is_python_constant() or not all(k.is_python_constant() for k in keys):
+                raise Unsupported("unsupported_value", f"`in` with {item} and {container}")
+            found = item.as_python_constant() in [k.as_python_constant() for k in keys]
+        self.push(ConstantVariable(found != bool(inst.arg)))
+
+    def CALL_INTRINSIC_1(self, inst):
+        # 3.12 moved a few rare instructions into "intrinsic" functions
+        if inst.argrepr == "INTRINSIC_LIST_TO_TUPLE":
+            self.LIST_TO_TUPLE(inst)
+        elif inst.argrepr == "INTRINSIC_UNARY_POSITIVE":
+            self.push(operators.unary_op(self, operator.pos, self.pop()))
+        else:
+            raise Unsupported("unsupported_opcode", f"no handler for {inst.argrepr}")
+
+    # --- items and slices ---------------------------------------------------------------
+
+    def BINARY_SUBSCR(self, inst):
+        key = self.pop()
+        container = self.pop()
+        self.push(container.getitem(self, key))
+
+    def STORE_SUBSCR(self, inst):
+        key, container, value = self.pop(), self.pop(), self.pop()
+        container.setitem(self, key, value)
+
+    def make_slice(self, parts):
+        if not all(p.is_python_constant() for p in parts):
+            raise Unsupported("unsupported_value", "a slice whose bounds are not Python constants")
+        return ConstantVariable(slice(*(p.as_python_constant() for p in parts)))
+
+    def BUILD_SLICE(self, inst):
+        self.push(self.make_slice(self.popn(inst.arg)))
+
+    def BINARY_SLICE(self, inst):
+        stop, start, container = self.pop(), self.pop(), self.pop()
+        self.push(container.getitem(self, self.make_slice([start, stop])))
+
+    def STORE_SLICE(self, inst):
+        stop, start, container, value = self.pop(), self.pop(), self.pop(), self.pop()
+        container.setitem(self, self.make_slice([start, stop]), value)
+
+    # --- jumps ----------------------------------------------------------------------------
+
+    def JUMP_FORWARD(self, inst):
+        self.jump(inst.argval)
+
+    def POP_JUMP_IF_FALSE(self, inst):
+        if not self.truth(self.pop()):
+            self.jump(inst.argval)
+
+    def POP_JUMP_IF_TRUE(self, inst):
+        if self.truth(self.pop()):
+            self.jump(inst.argval)
+
+    def POP_JUMP_IF_NONE(self, inst):
+        if operators.is_same(self.pop(), ConstantVariable(None)):
+            self.jump(inst.argval)
+
+    def POP_JUMP_IF_NOT_NONE(self, inst):
+        if not operators.is_same(self.pop(), ConstantVariable(None)):
+            self.jump(inst.argval)
+
+    def JUMP_IF_FALSE_OR_POP(self, inst):  # 3.11 only: `a and b`
+        if not self.truth(self.stack[-1]):
+            self.jump(inst.argval)
+        else:
+            self.pop()
+
+    def JUMP_IF_TRUE_OR_POP(self, inst):  # 3.11 only: `a or b`
+        if self.truth(self.stack[-1]):
+            self.jump(inst.argval)
+        else:
+            self.pop()
+
+    # --- loops: iterators are lists of Variables, so loops unroll -----------------------------
+
+    def GET_ITER(self, inst):
+        value = self.pop()
+        self.push(
+            value if isinstance(value, IteratorVariable) else IteratorVariable(value.unpack(self))
+        )
+
+    def FOR_ITER(self, inst):
+        item = self.stack[-1].next_item()
+        if item is not None:
+            self.push(item)
+            return
+        self.pop()
+        self.jump(inst.argval)
+        if (
+            self.instructions[self.ip].opname == "END_FOR"
+        ):  # 3.12: exhaustion skips END_FOR (as ceval does)
+            self.ip += 1
+
+    def END_FOR(self, inst):
+        self.popn(2)
+
+    def UNPACK_SEQUENCE(self, inst):
+        items = self.pop().unpack(self)
+        if len(items) != inst.arg:
+            raise Unsupported("eager_error", f"cannot unpack {len(items)} values into {inst.arg}")
+        self.stack.extend(reversed(items))
+
+    def UNPACK_EX(self, inst):
+        before, after = inst.arg & 0xFF, inst.arg >> 8
+        items = self.pop().unpack(self)
+        if len(items) < before + after:
+            raise Unsupported("eager_error", f"not enough values to unpack ({len(items)})")
+        rest = len(items) - after
+        self.stack.extend(reversed(items[rest:]))
+        self.push(ListVariable(items[before:rest]))
+        self.stack.extend(reversed(items[:before]))
+
+    # --- building containers and strings ----------------------------------------------------
+
+    def BUILD_TUPLE(self, inst):
+        self.push(TupleVariable(self.popn(inst.arg)))
+
+    def BUILD_LIST(self, inst):
+        self.push(ListVariable(self.popn(inst.arg)))
+
+    def BUILD_MAP(self, inst):
+        flat = self.popn(2 * inst.arg)
+        self.push(
+            DictVariable(
+                {k.as_python_constant(): v for k, v in zip(flat[::2], flat[1::2], strict=True)}
+            )
+        )
+
+    def BUILD_CONST_KEY_MAP(self, inst):
+        keys = self.pop().as_python_constant()
+        self.push(DictVariable(dict(zip(keys, self.popn(inst.arg), strict=True))))
+
+    def BUILD_STRING(self, inst):
+        self.push(ConstantVariable("".join(p.as_python_constant() for p in self.popn(inst.arg))))
+
+    def FORMAT_VALUE(self, inst):
+        spec = self.pop().as_python_constant() if inst.arg & 0x04 else ""
+        value = self.pop()
+        if isinstance(value, TensorVariable):
+            raise Unsupported("item_call", "formatting a tensor into a string reads its data")
+        convert = {0: None, 1: str, 2: repr, 3: ascii}[inst.arg & 0x03]
+        python_value = value.as_python_constant()
+        python_value = convert(python_value) if convert else python_value
+        self.push(ConstantVariable(self.run_python(format, python_value, spec)))
+
+    def LIST_APPEND(self, inst):
+        item = self.pop()
+        self.stack[-inst.arg].items.append(item)
+
+    def LIST_EXTEND(self, inst):
+        items = self.pop().unpack(self)
+        self.stack[-inst.arg].items.extend(items)
+
+    def LIST_TO_TUPLE(self, inst):
+        self.push(TupleVariable(self.pop().items))
+
+    def MAP_ADD(self, inst):
+        value = self.pop()
+        key = self.pop()
+        self.stack[-inst.arg].items[key.as_python_constant()] = value
+
+    def DICT_UPDATE(self, inst):
+        update = self.pop()
+        if not isinstance(update, DictVariable):
+            raise Unsupported("unsupported_value", f"`**` of {update}")
+        self.stack[-inst.arg].items.update(update.items)
+
+    def DICT_MERGE(self, inst):
+        update = self.pop()
+        target = self.stack[-inst.arg]
+        if not isinstance(update, DictVariable) or set(update.items) & set(target.items):
+            raise Unsupported(
+                "eager_error", "`**` of something that is not a dict, or a repeated keyword"
+            )
+        target.items.update(update.items)
+
+    # --- calls and functions ----------------------------------------------------------------
+
+    def KW_NAMES(self, inst):
+        # dis does not resolve this constant on 3.11, so read it from co_consts
+        self.kw_names = self.code.co_consts[inst.arg]
+
+    def CALL(self, inst):
+        # Both versions: [NULL, callable, *args] or [method, self, *args] below the arguments.
+        args = self.popn(inst.arg)
+        second, first = self.pop(), self.pop()
+        fn, args = (second, args) if first is NULL else (first, [second, *args])
+        names, self.kw_names = self.kw_names, ()
+        split = len(args) - len(names)
+        self.push(self.call(fn, args[:split], dict(zip(names, args[split:], strict=True))))
+
+    def CALL_FUNCTION_EX(self, inst):
+        kwargs = self.pop().items if inst.arg & 1 else {}
+        args = self.pop().unpack(self)
+        fn, below = self.pop(), self.pop()
+        if below is not NULL:
+            fn, args = below, [fn, *args]
+        self.push(self.call(fn, args, dict(kwargs)))
+
+    def MAKE_FUNCTION(self, inst):
+        code = self.pop().as_python_constant()
+        closure = self.pop().items if inst.arg & 0x08 else ()
+        if inst.arg & 0x04:
+            self.pop()  # annotations do not change what the function computes
+        kwdefaults = self.pop().items if inst.arg & 0x02 else {}
+        defaults = self.pop().unpack(self) if inst.arg & 0x01 else ()
+        fn = UserFunctionVariable(code, self.globals, defaults, kwdefaults, closure)
+        fn.globals_source = self.globals_source
+        self.push(fn)
+
+    def RETURN_VALUE(self, inst):
+        self.return_value = self.pop()
+
+    def RETURN_CONST(self, inst):  # 3.12: LOAD_CONST + RETURN_VALUE
+        self.LOAD_CONST(inst)
+        self.RETURN_VALUE(inst)
+
+    def RETURN_GENERATOR(self, inst):
+        raise Unsupported(
+            "unsupported_opcode", "generators (`yield`, generator expressions) are not traced"
+        )
+
+    def LOAD_ASSERTION_ERROR(self, inst):
+        # reached only when an `assert` fails: the jump above skips it otherwise
+        raise Unsupported("eager_error", "an `assert` fails: the function raises AssertionError")
+
+    def RAISE_VARARGS(self, inst):
+        raised = self.stack[-1] if inst.arg else None
+        what = repr(raised.value) if isinstance(raised, ObjectVariable) else "an exception"
+        raise Unsupported("eager_error", f"the function raises {what} (`raise`)")
+
+
+def real_opnames() -> set[str]:
+    """The opcodes bytecode can hold on this Python, as `dis` shows them.
+
+    3.12's opmap also lists pseudo-instructions (>= 256) that the compiler
+    replaces before emitting bytecode, and INSTRUMENTED_* variants that
+    sys.monitoring swaps in at run time and `dis` shows under their base names.
+    """
+    return {
+        name
+        for name, opcode in dis.opmap.items()
+        if opcode < 256 and not name.startswith("INSTRUMENTED_")
+    }
+
+
+def handled_opnames() -> set[str]:
+    """Every opname the VM has a handler for, on this Python version."""
+    return {
+        name for name in real_opnames() if hasattr(InstructionTranslator, ALIASES.get(name, name))
+    }

@@ -1,0 +1,40 @@
+"""Stage 3: guards, a cache per code object, recompilation — a working whole-function JIT.
+
+Stage 2 traces a function for one set of arguments and records every
+assumption it made about them. This stage turns those assumptions into
+guards (`guards.py`: one builder per kind), compiles the guards of a trace
+into one generated Python function (`guard_function.py`) and the trace into a
+straight-line replay (`replay.py`), keeps the compiled versions of each code
+object in a cache that recompiles when the guards fail (`cache.py`), and ties
+it to the stage-1 hook in `jit(fn)` (`jit.py`). Read them in that order.
+
+    >>> f = stage3_guards.jit(lambda x, y: x + y)
+    >>> f(torch.ones(8), torch.ones(8))     # compiled; later calls hit the cache
+"""
+
+from .cache import CacheEntry, Config, Counters, FrameCache, config, counters
+from .guard_function import GuardFunction, compile_guards, failure_reason
+from .guards import GUARD_BUILDERS, Check, Guard, GuardError, build_guards
+from .jit import jit, reset
+from .replay import Replay, compile_replay
+
+__all__ = [
+    "GUARD_BUILDERS",
+    "CacheEntry",
+    "Check",
+    "Config",
+    "Counters",
+    "FrameCache",
+    "Guard",
+    "GuardError",
+    "GuardFunction",
+    "Replay",
+    "build_guards",
+    "compile_guards",
+    "compile_replay",
+    "config",
+    "counters",
+    "failure_reason",
+    "jit",
+    "reset",
+]

@@ -1,0 +1,194 @@
+"""The cache of one code object: compiled entries, most recent first, and recompilation.
+
+Each entry pairs a guard function (are the assumptions of its trace still
+true?) with the replay of that trace. A call walks the entries and runs the
+first one whose guards pass. When none does, the frame is compiled again for
+the new values and the new entry goes first; the old guards say why they
+failed ("size of local 'x' changed: expected 4, got 8"). Past
+`config.recompile_limit` entries the frame stops compiling and runs eagerly
+from then on, with one warning, as torch does when it hits its own limit.
+
+torch keeps this list in the code object's "extra" slot, walked in C
+(torch/csrc/dynamo/cache_entry.cpp); a dict keyed by code object says the same.
+"""
+
+import functools
+import threading
+from dataclasses import dataclass, fields
+
+from stage1_eval_frame import call_unhooked
+from stage1_eval_frame.logs import get_logger
+from stage2_symbolic_vm.errors import Unsupported
+from stage2_symbolic_vm.trace import Trace
+
+from .guard_function import GuardFunction, failure_reason
+from .guards import GuardError
+from .replay import Replay
+
+frames_log = get_logger("frames")
+guards_log = get_logger("guards")
+recompiles_log = get_logger("recompiles")
+
+
+@dataclass
+class Config:
+    """Knobs with torch's names (`torch._dynamo.config.recompile_limit`)."""
+
+    recompile_limit: int = 8  # entries per code object before it runs eagerly for good
+
+
+config = Config()
+
+
+@dataclass
+class Counters:
+    """What the JIT did, for tests and for users (torch has `torch._dynamo.utils.counters`)."""
+
+    frames: int = 0  # calls of a jitted function that reached the cache
+    cache_hits: int = 0  # ... and ran a compiled entry
+    compiled: int = 0  # entries compiled: the first one and every recompile
+    recompiles: int = 0  # compiles because the guards of every existing entry failed
+    eager: int = 0  # calls that ran the original function (could not compile, or the limit)
+
+    def reset(self):
+        for f in fields(self):
+            setattr(self, f.name, 0)
+
+
+counters = Counters()
+
+
+@dataclass(eq=False)
+class CacheEntry:
+    """One compiled version of a frame: valid while its guards pass."""
+
+    guards: GuardFunction
+    replay: Replay
+    trace: Trace
+
+    def __post_init__(self):
+        # The hook calls the replacement with the frame's argument slots; run the
+        # replay with the hook off (the compiled code is not to be traced), and
+        # give it this frame's G and F when it reads globals or closure cells.
+        self.check = self.guards.check
+        self.replacement = None
+        if not self.replay.reads_frame:
+            self.replacement = functools.partial(call_unhooked, self.replay.function)
+
+    def replacement_for(self, G: dict, F):
+        if self.replacement is not None:
+            return self.replacement
+        return functools.partial(call_unhooked, self.replay.function, G, F)
+
+
+class FrameCache:
+    """The entries of one code object, and the decision to compile, recompile or give up."""
+
+    def __init__(self, code, compile_entry):
+        self.code = code
+        self.compile_entry = compile_entry  # frame -> CacheEntry; raises if it cannot
+        self.lock = threading.Lock()  # one compile at a time; lookups never wait
+        self.clear()
+
+    def clear(self):
+        self.entries: list[CacheEntry] = []  # replaced, never mutated: readers need no lock
+        self.recompile_reasons: list[str] = []
+        self.eager_reason: str | None = None  # set when the frame runs eagerly for good
+
+    def lookup(self, frame):
+        """The hot path: the replacement for this call, or None to run the frame as it is."""
+        counters.frames += 1
+        L, G, F = frame.arguments, frame.globals, frame.function
+        entry = self.find(L, G, F)
+        if entry is not None:
+            counters.cache_hits += 1
+            return entry.replacement_for(G, F)
+        if self.eager_reason is not None:
+            counters.eager += 1
+            return None
+        return self.compile(frame)
+
+    def find(self, L: dict, G: dict, F, entries=None) -> CacheEntry | None:
+        for entry in self.entries if entries is None else entries:
+            try:
+                if entry.check(L, G, F):
+                    return entry
+            except Exception:  # e.g. len() of what is now an int: not the value the trace saw
+                continue
+        return None
+
+    def compile(self, frame):
+        with self.lock:
+            L, G, F = frame.arguments, frame.globals, frame.function
+            entry = self.find(L, G, F)  # another thread may have compiled it meanwhile
+            if entry is not None:
+                counters.cache_hits += 1
+                return entry.replacement_for(G, F)
+            if self.eager_reason is not None or not self.may_recompile(L, G, F):
+                counters.eager += 1
+                return None
+            try:
+                entry = self.compile_entry(frame)
+                if self.find(L, G, F, [entry]) is None:  # a bug, caught here not on every call
+                    reason = failure_reason(entry.guards.guards, L, G, F)
+                    raise GuardError(
+                        f"the new guards reject the values they were made from: {reason}"
+                    )
+            except Exception as error:
+                return self.run_eagerly(error)
+            counters.compiled += 1
+            self.entries = [entry, *self.entries]
+            self.log_new_entry(entry)
+            return entry.replacement_for(G, F)
+
+    def may_recompile(self, L: dict, G: dict, F) -> bool:
+        """Record why the existing entries failed; False once the limit is reached."""
+        if not self.entries:
+            return True
+        reason = failure_reason(self.entries[0].guards.guards, L, G, F) or "guards failed"
+        self.recompile_reasons.append(reason)
+        if len(self.entries) >= config.recompile_limit:
+            self.eager_reason = f"hit the recompile limit ({config.recompile_limit})"
+            recompiles_log.warning(
+                "%s: %s; it runs eagerly from now on.\n   last reason: %s\n"
+                "   To see every recompile reason: MINIDYNAMO_LOGS=recompiles. "
+                "To allow more: stage3_guards.config.recompile_limit.",
+                self.describe(),
+                self.eager_reason,
+                reason,
+            )
+            return False
+        counters.recompiles += 1
+        recompiles_log.info("recompiling %s: %s", self.describe(), reason)
+        return True
+
+    def run_eagerly(self, error: Exception):
+        """The compiler could not handle this call: run the frame as it is, and say why.
+
+        Most of the VM's `Unsupported` stops are properties of the code (a
+        branch on a tensor's value, an unsupported call), so the frame runs
+        eagerly from then on; an error of the operation itself ("eager_error":
+        a shape mismatch) and any other failure concern this call only, and
+        eager will raise the user's error. The user's call never sees ours.
+        """
+        counters.eager += 1
+        if isinstance(error, Unsupported) and error.kind != "eager_error":
+            self.eager_reason = f"cannot be captured whole: {error.reason}"
+            frames_log.info("%s runs eagerly from now on: %s", self.describe(), self.eager_reason)
+        else:
+            frames_log.info(
+                "%s runs eagerly this time; compiling failed: %s: %s",
+                self.describe(),
+                type(error).__name__,
+                error,
+            )
+        return None
+
+    def log_new_entry(self, entry: CacheEntry):
+        if guards_log.isEnabledFor(20):  # INFO: printing guards is not free
+            lines = "\n".join(f"  {guard}" for guard in entry.guards.guards)
+            count = len(self.entries)
+            guards_log.info("guards of %s, entry %d:\n%s", self.describe(), count, lines)
+
+    def describe(self) -> str:
+        return f"{self.code.co_name} ({self.code.co_filename}:{self.code.co_firstlineno})"

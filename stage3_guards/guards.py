@@ -1,0 +1,347 @@
+"""Guards: the assumptions a trace made, turned into checks on the next call's values.
+
+The symbolic VM records, for every value it relied on, an `Assumption(kind,
+source)`: "the trace is only right if local 'x' is a float32 tensor of size
+(4, 8)", "... if global 'torch' is still this module". A guard is the check
+that the assumption still holds. Each kind of assumption has one builder in
+`GUARD_BUILDERS` below; a builder reads the value the trace saw (through the
+source) and returns a `Guard` made of `Check`s, each a Python expression over
+`L` (arguments by name), `G` (globals) and `F` (the function object).
+
+torch/_dynamo/guards.py builds the same guards into a C++ GuardManager tree;
+early Dynamo generated one Python lambda from their expressions. We do the
+latter (see guard_function.py).
+"""
+
+import builtins
+import keyword
+import math
+import re
+import types
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+
+from stage2_symbolic_vm.sources import Assumption, BuiltinSource, Source
+
+
+class GuardError(Exception):
+    """A value the trace relied on that we do not know how to guard: compile nothing."""
+
+
+def _dtype(dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _show(value) -> str:
+    """How messages print a value: `float32`, `cpu`, and the repr of anything else."""
+    if isinstance(value, torch.dtype):
+        return _dtype(value)
+    return str(value) if isinstance(value, torch.device) else repr(value)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One comparison: `code` is True when the value still is what the trace saw.
+
+    `what` names the compared property for messages ("dtype", "size"), `actual`
+    is an expression for the property's value now, and `show` formats both
+    that and `expected`, so a failure can say "size of local 'x' changed:
+    expected 4, got 8".
+    """
+
+    code: str
+    what: str
+    expected: object
+    actual: str
+    show: Callable[[object], str] = _show
+
+
+@dataclass(frozen=True)
+class Guard:
+    """All the checks made for one assumption, printable as torch prints guards."""
+
+    kind: str  # TENSOR_MATCH, TYPE_MATCH, ID_MATCH, CONSTANT_MATCH, LENGTH_CHECK, ...
+    source: Source | None  # None for global state (grad mode, default dtype)
+    summary: str  # what the trace saw, in words: "float32, cpu, size=(4, 8), stride=(8, 1)"
+    checks: tuple[Check, ...]
+    names: dict = field(default_factory=dict, compare=False)  # name -> object the code uses
+
+    def __str__(self):
+        where = f"{self.source.describe()} " if self.source is not None else ""
+        return f"{where}{self.kind}: {self.summary}"
+
+    @property
+    def code(self) -> list[str]:
+        """The checks as source expressions: `L['x'].size() == (4, 8)` (torch's `code_parts`)."""
+        return [check.code for check in self.checks]
+
+    def failure(self, L: dict, G: dict, F) -> str | None:
+        """Why this guard fails on these values, in words; None when it passes."""
+        scope = {"L": L, "G": G, "F": F, "B": builtins, **self.names}
+        for check in self.checks:
+            try:
+                if eval(check.code, scope):  # our own generated expression
+                    continue
+                actual = check.show(eval(check.actual, scope))
+            except Exception as error:  # the value is not even shaped like before
+                actual = f"{type(error).__name__}: {error}"
+            where = f" of {self.source.describe()}" if self.source is not None else ""
+            expected = check.show(check.expected)
+            return f"{check.what}{where} changed: expected {expected}, got {actual}"
+        return None
+
+
+class Names:
+    """Gives the objects that generated code refers to readable, unique names.
+
+    `torch.float32` and `int` are written as such; any other object (a user's
+    module, function or class) gets a name from its own, bound in the
+    namespace the generated code runs in. The guard keeps those objects alive,
+    so an identity check can never match a new object that reuses an old id.
+    """
+
+    RESERVED = frozenset({"L", "G", "F", "B"})
+
+    def __init__(self):
+        self.objects: dict[str, object] = {}  # name -> object, the generated code's globals
+
+    def __call__(self, obj, hint: str | None = None) -> str:
+        for existing, value in self.objects.items():
+            if value is obj or (isinstance(obj, torch.device) and _same_device(value, obj)):
+                return existing
+        if isinstance(obj, types.ModuleType):
+            return self._bind(self.fresh(obj.__name__), obj)  # torch, math, ...
+        name = getattr(obj, "__name__", None)
+        if isinstance(name, str) and getattr(builtins, name, None) is obj:
+            return name  # int, float, tuple, len: builtins of every generated function
+        if isinstance(name, str) and getattr(torch, name, None) is obj:
+            return f"{self(torch)}.{name}"  # torch.Tensor, torch.sin
+        if isinstance(obj, (torch.dtype, torch.layout, torch.memory_format)):
+            short = str(obj).removeprefix("torch.")  # torch.float32, torch.strided, ...
+            if getattr(torch, short, None) is obj:
+                return f"{self(torch)}.{short}"
+        if not isinstance(name, str):  # an instance: `linear` for a Linear module
+            name = type(obj).__name__.lower()
+        return self._bind(self.fresh(hint or name), obj)
+
+    def _bind(self, name: str, obj) -> str:
+        self.objects[name] = obj
+        return name
+
+    def fresh(self, hint: str) -> str:
+        base = re.sub(r"[\W_]+", "_", hint).strip("_") or "obj"
+        if base[0].isdigit() or base in self.RESERVED or keyword.iskeyword(base):
+            base = f"obj_{base}"
+        name, n = base, 0
+        while name in self.objects or hasattr(builtins, name):
+            n += 1
+            name = f"{base}_{n}"
+        return name
+
+
+def type_name(cls) -> str:
+    return cls.__name__ if getattr(builtins, cls.__name__, None) is cls else cls.__qualname__
+
+
+# ---------------------------------------------------------------------------
+# One builder per assumption kind: (source, the value the trace saw, names) -> Guard.
+
+
+def type_match(source: Source, value, names: Names) -> Guard:
+    check = _type_check(source.name(), type(value), names)
+    return Guard("TYPE_MATCH", source, type_name(type(value)), (check,), names.objects)
+
+
+def _type_check(expr: str, cls: type, names: Names) -> Check:
+    return Check(f"type({expr}) is {names(cls)}", "type", cls, f"type({expr})", type_name)
+
+
+def id_match(source: Source, value, names: Names) -> Guard:
+    """This very object: a module, a function, a class read from a global or an attribute."""
+    expr = source.name()
+    checks = [Check(f"{expr} is {names(value)}", "object", value, expr, _short_repr)]
+    if isinstance(source, BuiltinSource):  # a global of the same name would be found first
+        name = repr(source.builtin)
+        checks.insert(0, Check(f"{name} not in G", "shadowing by a global", False, f"{name} in G"))
+    return Guard("ID_MATCH", source, _short_repr(value), tuple(checks), names.objects)
+
+
+def tensor_match(source: Source, value, names: Names) -> Guard:
+    """Everything about a tensor that a trace can depend on, except its data.
+
+    Dynamo checks the same properties (plus dispatch keys) in C++, comparing
+    sizes one by one so that dynamic shapes can relax single dimensions. We have
+    no dynamic shapes, so a whole-tuple comparison says the same, faster.
+    """
+    if not isinstance(value, torch.Tensor):
+        raise GuardError(f"{source.describe()} was assumed to be a tensor, but is {type(value)}")
+    if value.layout is not torch.strided or value.is_nested:
+        raise GuardError(f"{source.describe()} is a {value.layout} tensor; only strided ones")
+    expr = source.name()
+    size, stride = tuple(value.size()), value.stride()
+    dtype, device, grad = value.dtype, value.device, value.requires_grad
+    checks = (
+        _type_check(expr, type(value), names),
+        Check(f"{expr}.dtype is {names(dtype)}", "dtype", dtype, f"{expr}.dtype", _dtype),
+        Check(f"{expr}.device == {names(device, str(device))}", "device", device, f"{expr}.device"),
+        Check(f"{expr}.size() == {size!r}", "size", size, f"tuple({expr}.size())", _shape),
+        Check(f"{expr}.stride() == {stride!r}", "stride", stride, f"{expr}.stride()", _shape),
+        Check(f"{expr}.requires_grad is {grad}", "requires_grad", grad, f"{expr}.requires_grad"),
+    )
+    summary = f"{_dtype(value.dtype)}, {value.device}, size={size}, stride={stride}"
+    if type(value) is not torch.Tensor:
+        summary = f"{type_name(type(value))}, {summary}"
+    if value.requires_grad:
+        summary += ", requires_grad=True"
+    return Guard("TENSOR_MATCH", source, summary, checks, names.objects)
+
+
+def constant_match(source: Source, value, names: Names) -> Guard:
+    """A Python scalar, string or tuple of them that the trace used by value."""
+    expr = source.name()
+    checks = tuple(Check(code, "value", value, expr) for code in _same_constant(expr, value, names))
+    return Guard("CONSTANT_MATCH", source, repr(value), checks, names.objects)
+
+
+SINGLETONS = (torch.dtype, torch.layout, torch.memory_format, types.CodeType)
+BY_VALUE = (int, float, complex, str, bytes, tuple, torch.Size, range, slice, frozenset)
+BY_VALUE += (torch.device,)  # compared with ==: torch.device("cpu") is made anew each time
+
+
+def _same_constant(expr: str, value, names: Names):
+    """Type first (so `True` never passes for `1`, nor `1.0`), then the value."""
+    kind = type(value)
+    if value is None or value is Ellipsis or value is NotImplemented or kind is bool:
+        yield f"{expr} is {value!r}"
+        return
+    if kind in SINGLETONS:  # one object per value (a code object: this very one)
+        yield f"{expr} is {names(value)}"
+        return
+    if kind not in BY_VALUE:
+        raise GuardError(f"cannot guard on a constant of type {kind.__name__}: {value!r}")
+    yield f"type({expr}) is {names(kind)}"
+    if kind in (tuple, torch.Size):
+        yield f"len({expr}) == {len(value)}"
+        for i, item in enumerate(value):
+            yield from _same_constant(f"{expr}[{i}]", item, names)
+    elif kind in (range, slice):  # range(0) == range(5, 5), but .start tells them apart
+        for part in ("start", "stop", "step"):
+            yield from _same_constant(f"{expr}.{part}", getattr(value, part), names)
+    elif kind is complex:
+        yield from _same_constant(f"{expr}.real", value.real, names)
+        yield from _same_constant(f"{expr}.imag", value.imag, names)
+    elif kind is frozenset and not all(type(item) is str for item in value):
+        raise GuardError(f"cannot guard on a frozenset of other things than strings: {value!r}")
+    elif kind is torch.device:
+        yield f"{expr} == {names(value, str(value))}"
+    elif kind is float and math.isnan(value):
+        yield f"{names(math)}.isnan({expr})"
+    elif kind is float and math.isinf(value):
+        yield f"{expr} == {'-' if value < 0 else ''}{names(math)}.inf"
+    elif kind is float and value == 0.0:  # 0.0 == -0.0, but 1 / x tells them apart
+        yield f"{names(math)}.copysign(1.0, {expr}) == {math.copysign(1.0, value)}"
+        yield f"{expr} == 0.0"
+    else:
+        yield f"{expr} == {value!r}"
+
+
+def length_check(source: Source, value, names: Names) -> Guard:
+    expr = source.name()
+    check = Check(f"len({expr}) == {len(value)}", "length", len(value), f"len({expr})")
+    return Guard("LENGTH_CHECK", source, str(len(value)), (check,), names.objects)
+
+
+def dict_keys_match(source: Source, value, names: Names) -> Guard:
+    """The keys of a dict, in order: a trace that iterated over them unrolled that order."""
+    keys = list(value.keys())
+    if any(type(key) not in (str, int, bool) for key in keys):
+        raise GuardError(f"{source.describe()} has keys other than str, int, bool: {keys!r}")
+    expr = source.name()
+    checks = [Check(f"list({expr}.keys()) == {keys!r}", "keys", keys, f"list({expr}.keys())")]
+    key_types = [type(key) for key in keys]
+    if any(t is not str for t in key_types):  # {1: a} == {True: a}; the trace saw which
+        code = f"[type(k) for k in {expr}] == [{', '.join(t.__name__ for t in key_types)}]"
+        checks.append(Check(code, "key types", key_types, f"[type(k) for k in {expr}]"))
+    return Guard("DICT_KEYS", source, repr(keys), tuple(checks), names.objects)
+
+
+def grad_mode(source: None, value, names: Names) -> Guard:
+    enabled = torch.is_grad_enabled()
+    code = f"{names(torch)}.is_grad_enabled() is {enabled}"
+    check = Check(code, "grad mode", enabled, f"{names(torch)}.is_grad_enabled()", _on_off)
+    return Guard("GRAD_MODE", None, _on_off(enabled), (check,), names.objects)
+
+
+def default_dtype(source: None, value, names: Names) -> Guard:
+    dtype = torch.get_default_dtype()
+    code = f"{names(torch)}.get_default_dtype() is {names(dtype)}"
+    check = Check(code, "default dtype", dtype, f"{names(torch)}.get_default_dtype()", _dtype)
+    return Guard("DEFAULT_DTYPE", None, _dtype(dtype), (check,), names.objects)
+
+
+GUARD_BUILDERS = {
+    "type": type_match,
+    "id": id_match,
+    "tensor": tensor_match,
+    "constant": constant_match,
+    "length": length_check,
+    "dict_keys": dict_keys_match,
+    "grad_mode": grad_mode,
+    "default_dtype": default_dtype,
+}
+assert set(GUARD_BUILDERS) == set(Assumption.KINDS), "every assumption kind needs a guard"
+
+# Checks of a value's shape (type, identity) come before checks that use it, so
+# `len(L['xs'])` only runs once `L['xs']` is known to be a list again.
+_ORDER = {"type": 0, "id": 0, "tensor": 1, "constant": 1, "length": 2, "dict_keys": 2}
+
+
+def build_guards(assumptions, L: dict, G: dict, F=None) -> list[Guard]:
+    """One guard per assumption, reading the values the trace saw from L, G and F."""
+    assumptions = list(assumptions)
+    tensors = {a.source for a in assumptions if a.kind == "tensor"}
+    names = Names()
+    guards = []
+    for assumption in sorted(assumptions, key=_check_order):
+        if assumption.kind == "type" and assumption.source in tensors:
+            continue  # TENSOR_MATCH checks the type already
+        source = assumption.source
+        value = source.get(L, G, F) if source is not None else None
+        guards.append(GUARD_BUILDERS[assumption.kind](source, value, names))
+    return guards
+
+
+def _check_order(assumption: Assumption):
+    if assumption.source is None:
+        return (-1, 0)  # global state first: cheapest, and it fails the most often
+    return (_depth(assumption.source), _ORDER[assumption.kind])
+
+
+def _depth(source: Source) -> int:
+    base = getattr(source, "base", None)
+    return 0 if base is None else 1 + _depth(base)
+
+
+def _same_device(value, device: torch.device) -> bool:
+    return isinstance(value, torch.device) and value == device
+
+
+def _shape(shape) -> str:
+    """`4` for a 1-d size, `(4, 8)` otherwise: "size changed: expected 4, got 8"."""
+    return str(shape[0]) if len(shape) == 1 else str(tuple(shape))
+
+
+def _on_off(enabled: bool) -> str:
+    return "enabled" if enabled else "disabled"
+
+
+def _short_repr(value) -> str:
+    """One line for an object: `<function f>`, `<module 'torch'>`, `<Linear module>`."""
+    if isinstance(value, torch.nn.Module):
+        return f"<{type(value).__name__} module>"
+    text = repr(value).splitlines()[0]
+    if " at 0x" in text or " from " in text:  # <function f at 0x7f..>, <module 'torch' from ..>
+        text = text.split(" at 0x")[0].split(" from ")[0] + ">"
+    return text

@@ -1,0 +1,64 @@
+"""One test per opcode handler: every opcode the VM handles is exercised by an example below.
+
+`test_handler[OPNAME]` finds the examples whose bytecode (on this Python
+version) reaches OPNAME and checks that each traces and replays like eager,
+or stops with the expected kind. A handler with no example fails its test,
+so adding a handler means adding an example here.
+"""
+
+import contextlib
+import types
+
+import pytest
+
+from stage2_symbolic_vm import Unsupported, handled_opnames, replay, trace
+from stage2_symbolic_vm.coverage import reachable_opnames
+from tests.oracle import assert_same_as_eager
+
+from .opcode_examples import EXAMPLES, X
+
+
+def code_of(fn):
+    return (fn.__func__ if isinstance(fn, types.MethodType) else fn).__code__
+
+
+def check(fn, args, expected_kind):
+    if expected_kind is None:
+        recorded = trace(fn, *args)
+        assert_same_as_eager(
+            lambda *a: replay(recorded, fn, *a), fn, *args, captured=lambda: recorded.nodes
+        )
+    else:
+        with pytest.raises(Unsupported) as stop:
+            trace(fn, *args)
+        assert stop.value.kind == expected_kind, stop.value
+
+
+@pytest.mark.parametrize("opname", sorted(handled_opnames()))
+def test_handler(opname):
+    examples = [e for e in EXAMPLES if opname in reachable_opnames(code_of(e[0]))]
+    assert examples, f"no example exercises {opname}: add one to EXAMPLES"
+    for fn, args, expected_kind in examples:
+        check(fn, args, expected_kind)
+
+
+@pytest.mark.parametrize("opname", ["BEFORE_WITH", "IMPORT_NAME", "BUILD_SET"])
+def test_unhandled_opcode_stops_with_its_name(opname):
+    def uses_with(x, context):
+        with context:
+            return x + 1
+
+    def uses_import(x):
+        import math
+
+        return x * math.pi
+
+    def uses_set(x, n):
+        return x * len({n, 1})
+
+    fn = {"BEFORE_WITH": uses_with, "IMPORT_NAME": uses_import, "BUILD_SET": uses_set}[opname]
+    with pytest.raises(Unsupported) as stop:
+        second = {"BEFORE_WITH": (contextlib.nullcontext(),), "BUILD_SET": (2,)}.get(opname, ())
+        trace(fn, X, *second)
+    assert stop.value.kind == "unsupported_opcode" and stop.value.opname == opname
+    assert opname in stop.value.reason
