@@ -19,6 +19,7 @@ $(STAMP): pyproject.toml setup.py stage1_eval_frame/_eval_frame.c
 
 demo: $(STAMP)
 	$(PY) -m stage1_eval_frame
+	$(PY) -m stage2_symbolic_vm
 
 test: $(STAMP) lint layering pytest docs
 
