@@ -1,6 +1,8 @@
 # minidynamo: `make demo` and `make test` set everything up on a fresh machine.
 # torch==2.13.0 is installed first and on its own, so that pip takes the CPU
 # build and never pulls the multi-GB CUDA one to satisfy `torch>=2.11`.
+# Triton is pinned to the GPU machine's version; on CPU its interpreter runs
+# stage 6's kernels in the tests.
 
 PYTHON ?= python3
 VENV ?= .venv
@@ -12,9 +14,8 @@ CPUS := $(shell nproc 2>/dev/null || echo 2)
 
 $(STAMP): pyproject.toml setup.py stage1_eval_frame/_eval_frame.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[test,docs]'
+	$(PY) -m pip install --quiet torch==2.13.0 triton==3.6.0
+	$(PY) -m pip install --quiet -e '.[test,docs,triton]'
 	touch $@
 
 demo: $(STAMP)
