@@ -1,0 +1,16 @@
+"""Stage 5: a torch.compile backend that turns FX graphs into fused C++/OpenMP kernels.
+
+Stage 4 hands over an FX graph; this stage lowers it to a loop-level IR
+(`Pointwise`, `Reduction`, buffers), fuses it into few kernels, writes C++,
+compiles it once per graph (cached on disk), and calls it from a generated
+Python wrapper. Read in this order: ir.py, lowering.py (+ views.py,
+decompositions.py), graph.py, scheduler.py, codegen_cpp.py, cache.py,
+wrapper.py, backend.py.
+
+`compile(fn)` (stage 4's frontend with this backend) arrives with stage 4.
+"""
+
+from .backend import CompiledGraph, compile_fx
+from .cache import CompilationError
+
+__all__ = ["CompilationError", "CompiledGraph", "compile_fx"]

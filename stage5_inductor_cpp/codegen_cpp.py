@@ -1,0 +1,341 @@
+"""C++/OpenMP code generation: *how* the IR is emitted (torch/_inductor/codegen/cpp.py).
+
+`CppOverrides` is the op -> C++ table; `CppKernel` is the handler that the IR's
+`inner_fn`s call while a kernel is written: every op becomes one typed, named
+temporary (`float tmp3 = std::sin(tmp1);`), identical expressions are emitted once.
+A Triton backend needs its own overrides table and kernel template, nothing else.
+"""
+
+import contextlib
+import math
+import typing
+
+import torch
+
+from .ir import result_dtype
+from .scheduler import FusedKernel, SchedulerNode
+
+CTYPES = {
+    torch.float32: "float",
+    torch.float64: "double",
+    torch.int64: "int64_t",
+    torch.int32: "int32_t",
+    torch.bool: "bool",
+}
+
+# Below this many elements a kernel runs on one thread: waking the OpenMP team costs more.
+PARALLEL_THRESHOLD = 32768
+
+PRELUDE = r"""#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+#include <omp.h>
+
+// glibc's vector math library (libmvec) has SIMD versions of these functions, but its
+// headers announce them only under -ffast-math, which would break NaN and inf semantics.
+// Announcing them ourselves lets `#pragma omp simd` loops call _ZGVdN8v_sinf & co.
+#if defined(__x86_64__) && defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 35)
+#define MINIDYNAMO_SIMD(name) \
+    extern "C" float name##f(float) __attribute__((simd("notinbranch"))); \
+    extern "C" double name(double) __attribute__((simd("notinbranch")));
+MINIDYNAMO_SIMD(sin) MINIDYNAMO_SIMD(cos) MINIDYNAMO_SIMD(exp) MINIDYNAMO_SIMD(log)
+MINIDYNAMO_SIMD(tanh) MINIDYNAMO_SIMD(erf) MINIDYNAMO_SIMD(tan) MINIDYNAMO_SIMD(atan)
+MINIDYNAMO_SIMD(log1p) MINIDYNAMO_SIMD(expm1) MINIDYNAMO_SIMD(log2)
+#endif
+
+// torch.maximum/minimum propagate NaN; std::max does not.
+template <typename T> inline T max_propagate_nan(T a, T b) {
+    return a != a ? a : (b != b ? b : (a > b ? a : b));
+}
+template <typename T> inline T min_propagate_nan(T a, T b) {
+    return a != a ? a : (b != b ? b : (a < b ? a : b));
+}
+// torch.remainder: the result has the sign of the divisor (Python's %), unlike fmod.
+template <typename T> inline T remainder_python(T a, T b) {
+    T mod = std::fmod(a, b);
+    return (mod != 0 && ((b < 0) != (mod < 0))) ? mod + b : mod;
+}
+"""
+
+
+class CppOverrides:
+    """How each op of the IR reads in C++: one format string per op, methods for the rest."""
+
+    FORMATS: typing.ClassVar[dict[str, str]] = {
+        "add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "truediv": "{0} / {1}",
+        "neg": "-{0}", "abs": "std::abs({0})", "reciprocal": "1 / {0}",
+        "sin": "std::sin({0})", "cos": "std::cos({0})", "tan": "std::tan({0})",
+        "exp": "std::exp({0})", "expm1": "std::expm1({0})", "log": "std::log({0})",
+        "log2": "std::log2({0})", "log1p": "std::log1p({0})", "sqrt": "std::sqrt({0})",
+        "rsqrt": "1 / std::sqrt({0})", "tanh": "std::tanh({0})", "erf": "std::erf({0})",
+        "atan": "std::atan({0})", "atan2": "std::atan2({0}, {1})", "pow": "std::pow({0}, {1})",
+        "sigmoid": "1 / (1 + std::exp(-{0}))", "relu": "{0} < 0 ? 0 : {0}",
+        "floor": "std::floor({0})", "ceil": "std::ceil({0})", "trunc": "std::trunc({0})",
+        "round": "std::nearbyint({0})", "isnan": "std::isnan({0})",
+        "maximum": "max_propagate_nan({0}, {1})", "minimum": "min_propagate_nan({0}, {1})",
+        "remainder": "remainder_python({0}, {1})",
+        "eq": "{0} == {1}", "ne": "{0} != {1}", "lt": "{0} < {1}", "le": "{0} <= {1}",
+        "gt": "{0} > {1}", "ge": "{0} >= {1}", "logical_and": "{0} && {1}",
+        "logical_or": "{0} || {1}", "logical_xor": "{0} != {1}", "logical_not": "!{0}",
+        "where": "{0} ? {1} : {2}",
+    }  # fmt: skip
+
+    @staticmethod
+    def ctype(dtype: torch.dtype) -> str:
+        return CTYPES[dtype]
+
+    @classmethod
+    def constant(cls, value, dtype: torch.dtype) -> str:
+        if dtype == torch.bool:
+            return "true" if value else "false"
+        if not dtype.is_floating_point:
+            return f"{int(value)}L" if int(value) >= 0 else f"({int(value)}L)"
+        ctype, value = cls.ctype(dtype), float(value)
+        if math.isnan(value):
+            return f"std::numeric_limits<{ctype}>::quiet_NaN()"
+        if math.isinf(value):
+            sign = "-" if value < 0 else ""
+            return f"({sign}std::numeric_limits<{ctype}>::infinity())"
+        text = repr(value)
+        if dtype == torch.float32:
+            exact = torch.tensor(value, dtype=torch.float32).item() == value
+            text = f"{text}f" if exact else f"static_cast<float>({text})"
+        return f"({text})" if value < 0 else text
+
+    @classmethod
+    def to_dtype(cls, x, dtype: torch.dtype) -> str:
+        return f"static_cast<{cls.ctype(dtype)}>({x})"
+
+    @classmethod
+    def format(cls, op: str, *args) -> str:
+        return cls.FORMATS[op].format(*args)
+
+
+class Value(str):
+    """A C++ expression (usually a temporary's name) that knows its dtype."""
+
+    def __new__(cls, text, dtype):
+        value = super().__new__(cls, text)
+        value.dtype = dtype
+        return value
+
+
+# reduction type -> (initial value, OpenMP reduction operator, update of `acc` by `v`)
+REDUCTIONS = {
+    "sum": ("0", "+", "{acc} = {acc} + {v};"),
+    "prod": ("1", "*", "{acc} = {acc} * {v};"),
+    "max": ("std::numeric_limits<{t}>::lowest()", "max", "{acc} = std::max({acc}, {t}({v}));"),
+    "min": ("std::numeric_limits<{t}>::max()", "min", "{acc} = std::min({acc}, {t}({v}));"),
+    "any": ("0", "|", "{acc} = {acc} | static_cast<int>(static_cast<bool>({v}));"),
+    "all": ("1", "&", "{acc} = {acc} & static_cast<int>(static_cast<bool>({v}));"),
+}
+
+
+class CppKernel:
+    """Writes one `FusedKernel` as an `extern "C"` function; the ops handler while it runs."""
+
+    overrides = CppOverrides
+
+    def __init__(self, kernel: FusedKernel, dtypes: dict[str, torch.dtype]):
+        self.kernel = kernel
+        self.dtypes = dtypes  # buffer name -> dtype
+        self.args: dict[str, str] = {}  # buffer name -> "in" | "out", in order of first use
+        self.scopes: list[dict] = [{}]  # per C++ block: expression or buffer -> Value
+        self.lines: list[str] = []
+        self.count = 0
+
+    # ------------------------------------------------------------------ the ops handler
+
+    def emit(self, expr: str, dtype) -> Value:
+        for scope in reversed(self.scopes):
+            if expr in scope:
+                return scope[expr]
+        name = Value(f"tmp{self.count}", dtype)
+        self.count += 1
+        self.lines.append(f"{self.overrides.ctype(dtype)} {name} = {expr};")
+        self.scopes[-1][expr] = name
+        return name
+
+    def load(self, name: str, index) -> Value:
+        for scope in reversed(self.scopes):
+            if ("local", name) in scope:
+                return scope[("local", name)]
+        self.args.setdefault(name, "in")
+        return self.emit(f"{name}[{index}]", self.dtypes[name])
+
+    def constant(self, value, dtype) -> Value:
+        return Value(self.overrides.constant(value, dtype), dtype)
+
+    def to_dtype(self, x: Value, dtype) -> Value:
+        return x if x.dtype == dtype else self.emit(self.overrides.to_dtype(x, dtype), dtype)
+
+    def __getattr__(self, op: str):
+        if op not in self.overrides.FORMATS:
+            raise AttributeError(op)
+        return lambda *args: self.emit(self.overrides.format(op, *args), result_dtype(op, args))
+
+    # ------------------------------------------------------------------ structure
+
+    @contextlib.contextmanager
+    def block(self):
+        """A C++ `{ ... }` block: temporaries made inside are visible only inside."""
+        outer_lines, self.lines = self.lines, []
+        self.scopes.append({})
+        try:
+            yield self.lines
+        finally:
+            self.scopes.pop()
+            self.lines = outer_lines
+
+    def define(self, node: SchedulerNode, value: Value, n_outer: int):
+        """Make `node`'s value visible to later loads, and store it unless it stays local."""
+        dtype = node.buffer.layout.dtype
+        if value.dtype != dtype or not value.startswith("tmp"):
+            local = Value(f"{node.name}_v", dtype)
+            self.lines.append(
+                f"{self.overrides.ctype(dtype)} {local} = {self.overrides.to_dtype(value, dtype)};"
+            )
+            value = local
+        self.scopes[-1][("local", node.name)] = value
+        if node.name not in self.kernel.local:
+            self.args[node.name] = "out"
+            self.lines.append(f"{node.name}[{node.store_index(n_outer)}] = {value};")
+
+    def pointwise_loop(self, nodes: list[SchedulerNode], n_outer: int, simd: bool):
+        inner = nodes[0].inner_ranges(n_outer)
+        if not inner:  # no inner loop: results stay visible to the kernel's later loops
+            for node in nodes:
+                self.define(node, node.call_inner_fn(self, n_outer), n_outer)
+            return
+        with self.block() as body:
+            for node in nodes:
+                self.define(node, node.call_inner_fn(self, n_outer), n_outer)
+        self.lines += loop_nest("r", inner, body, "#pragma omp simd" if simd else "")
+
+    def reduction_loop(self, node: SchedulerNode, n_outer: int):
+        data = node.buffer.data
+        acc = f"acc_{node.name}"
+        if data.reduction_type in ("argmax", "argmin"):
+            return self.arg_reduction_loop(node, n_outer, acc)
+        t = self.overrides.ctype(data.src_dtype)
+        floating = data.src_dtype.is_floating_point
+        if data.reduction_type in ("sum", "prod") and data.src_dtype == torch.float32:
+            t = "double"  # like torch's cascade sum, keep float32 sums accurate
+        if data.src_dtype == torch.bool or data.reduction_type in ("any", "all"):
+            t = "int"
+        init, omp_op, update = REDUCTIONS[data.reduction_type]
+        if data.reduction_type in ("max", "min") and t == "int":
+            init = "0" if data.reduction_type == "max" else "1"
+        if data.reduction_type in ("max", "min") and floating:  # lowest() is not -inf
+            sign = "-" if data.reduction_type == "max" else ""
+            init = sign + "std::numeric_limits<{t}>::infinity()"
+        self.lines.append(f"{t} {acc} = {init.format(t=t)};")
+        pragma = f"#pragma omp simd reduction({omp_op}:{acc})"
+        track_nan = floating and data.reduction_type in ("max", "min")
+        if track_nan:  # OpenMP's max ignores NaN; torch's amax returns it
+            self.lines.append(f"int {acc}_nan = 0;")
+            pragma += f" reduction(|:{acc}_nan)"
+        with self.block() as body:
+            value = node.call_inner_fn(self, n_outer)
+            body.append(update.format(acc=acc, v=value, t=t))
+            if track_nan:
+                body.append(f"{acc}_nan |= ({value} != {value});")
+        self.lines += loop_nest("r", data.reduction_ranges, body, pragma)
+        result = f"{acc}_nan ? std::numeric_limits<{t}>::quiet_NaN() : {acc}" if track_nan else acc
+        self.define(node, Value(result, None), n_outer)
+
+    def arg_reduction_loop(self, node: SchedulerNode, n_outer: int, acc: str):
+        """argmax/argmin: the first extreme wins, and the first NaN beats everything (as torch)."""
+        data = node.buffer.data
+        t = self.overrides.ctype(data.src_dtype)
+        better = ">" if data.reduction_type == "argmax" else "<"
+        if data.src_dtype.is_floating_point:
+            sign = "-" if better == ">" else ""
+            start_value = f"{sign}std::numeric_limits<{t}>::infinity()"
+        else:
+            start_value = f"std::numeric_limits<{t}>::{'lowest' if better == '>' else 'max'}()"
+        self.lines.append(f"{t} {acc} = {start_value};")
+        self.lines.append(f"int64_t {acc}_index = 0;")
+        flat = (
+            " + ".join(f"{stride}*r{i}" for i, stride in enumerate(_strides(data.reduction_ranges)))
+            or "0"
+        )
+        with self.block() as body:
+            value = node.call_inner_fn(self, n_outer)
+            body.append(
+                f"if (!({acc} != {acc}) && ({value} != {value} || {value} {better} {acc})) "
+                f"{{ {acc} = {value}; {acc}_index = {flat}; }}"
+            )
+        self.lines += loop_nest("r", data.reduction_ranges, body, "")
+        self.define(node, Value(f"{acc}_index", None), n_outer)
+
+    def generate(self) -> str:
+        kernel, n = self.kernel, len(self.kernel.outer)
+        pointwise_only = all(
+            not node.is_reduction and not node.inner_ranges(n) for node in kernel.nodes
+        )
+        with self.block() as body:
+            for loop in kernel.loops():
+                if loop[0].is_reduction:
+                    self.reduction_loop(loop[0], n)
+                else:
+                    self.pointwise_loop(loop, n, simd=True)
+        work = math.prod(kernel.outer) * max(
+            math.prod(node.inner_ranges(n)) for node in kernel.nodes
+        )
+        parallel = work >= PARALLEL_THRESHOLD and math.prod(kernel.outer) > 1
+        lines = outer_loops(kernel.outer, body, parallel, simd_last=pointwise_only)
+        params = []
+        for name, mode in self.args.items():
+            const = "const " if mode == "in" else ""
+            params.append(f"{const}{self.overrides.ctype(self.dtypes[name])}* __restrict__ {name}")
+        signature = f'extern "C" void {kernel.name}({", ".join(params)})'
+        return "\n".join([signature, "{", *indent(lines), "}"])
+
+
+def _strides(ranges):
+    strides, running = [], 1
+    for size in reversed(ranges):
+        strides.append(running)
+        running *= size
+    return list(reversed(strides))
+
+
+def indent(lines, by="    "):
+    return [by + line for line in lines]
+
+
+def loop_nest(prefix: str, ranges, body: list[str], innermost_pragma: str) -> list[str]:
+    """`for` loops over `ranges` (variables prefix0, prefix1, ...) around `body`."""
+    lines = ["{", *indent(body), "}"]
+    for d in reversed(range(len(ranges))):
+        var = f"{prefix}{d}"
+        header = [f"for (int64_t {var} = 0; {var} < {ranges[d]}; {var}++)"]
+        if d == len(ranges) - 1 and innermost_pragma:
+            header.insert(0, innermost_pragma)
+        lines = header + lines
+    return lines
+
+
+def outer_loops(outer, body: list[str], parallel: bool, simd_last: bool) -> list[str]:
+    """The kernel's outer loop nest: parallel over the first dims, SIMD on the last if pointwise."""
+    if not outer:
+        return body
+    n = len(outer)
+    lines = ["{", *indent(body), "}"]
+    simd_dims = 1 if simd_last else 0
+    for d in reversed(range(n)):
+        var = f"x{d}"
+        lines = [f"for (int64_t {var} = 0; {var} < {outer[d]}; {var}++)", *lines]
+        if simd_last and d == n - 1:
+            if parallel and n == 1:
+                lines.insert(0, "#pragma omp parallel for simd")
+            else:
+                lines.insert(0, "#pragma omp simd")
+    n_parallel = n - simd_dims
+    if parallel and n_parallel > 0:
+        collapse = f" collapse({n_parallel})" if n_parallel > 1 else ""
+        lines.insert(0, f"#pragma omp parallel for{collapse}")
+    return lines

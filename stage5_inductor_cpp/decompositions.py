@@ -1,0 +1,217 @@
+"""Composite ops written with the lowering's building blocks (torch/_decomp does the same).
+
+Softmax is `amax`, `sub`, `exp`, `sum`, `div`: five ops that the scheduler turns
+into one kernel. Each decomposition says which torch function it mirrors.
+"""
+
+import math
+
+from .ir import ops
+from .lowering import (
+    LOWERINGS,
+    Fallback,
+    _dims,
+    _numel,
+    is_tensor,
+    make_pointwise,
+    make_reduction,
+    reduced_dims,
+    register,
+)
+
+
+@register("sigmoid")
+def sigmoid(graph, out, x):
+    return make_pointwise(lambda v: ops.sigmoid(v), x, dtype=out.dtype)
+
+
+@register("silu")
+def silu(graph, out, x, inplace=False):
+    return make_pointwise(lambda v: ops.mul(v, ops.sigmoid(v)), x, dtype=out.dtype)
+
+
+@register("gelu")
+def gelu(graph, out, x, approximate="none"):
+    dtype = out.dtype
+
+    def c(value):
+        return ops.constant(value, dtype)
+
+    if approximate == "tanh":  # torch: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+
+        def fn(v):
+            inner = ops.mul(
+                c(math.sqrt(2 / math.pi)),
+                ops.add(v, ops.mul(c(0.044715), ops.mul(v, ops.mul(v, v)))),
+            )
+            return ops.mul(ops.mul(c(0.5), v), ops.add(c(1.0), ops.tanh(inner)))
+    else:  # torch: x * 0.5 * (1 + erf(x / sqrt(2)))
+
+        def fn(v):
+            return ops.mul(
+                ops.mul(v, c(0.5)), ops.add(c(1.0), ops.erf(ops.mul(v, c(math.sqrt(0.5)))))
+            )
+
+    return make_pointwise(fn, x, dtype=dtype)
+
+
+@register("clamp", "clip")
+def clamp(graph, out, x, min=None, max=None):
+    if min is None and max is None:
+        raise Fallback("clamp without bounds raises in torch")
+    result = x
+    if min is not None:
+        result = make_pointwise(ops.maximum, result, min, dtype=out.dtype)
+    if max is not None:
+        result = make_pointwise(ops.minimum, result, max, dtype=out.dtype)
+    return result
+
+
+@register("clamp_min")
+def clamp_min(graph, out, x, min):
+    return clamp(graph, out, x, min=min)
+
+
+@register("clamp_max")
+def clamp_max(graph, out, x, max):
+    return clamp(graph, out, x, max=max)
+
+
+@register("hardtanh")
+def hardtanh(graph, out, x, min_val=-1.0, max_val=1.0, inplace=False):
+    return clamp(graph, out, x, min_val, max_val)
+
+
+@register("leaky_relu")
+def leaky_relu(graph, out, x, negative_slope=0.01, inplace=False):
+    def fn(v):
+        zero = ops.constant(0, out.dtype)
+        return ops.where(ops.gt(v, zero), v, ops.mul(v, ops.constant(negative_slope, out.dtype)))
+
+    return make_pointwise(fn, x, dtype=out.dtype)
+
+
+@register("square")
+def square(graph, out, x):
+    return make_pointwise(lambda v: ops.mul(v, v), x, dtype=out.dtype)
+
+
+@register("masked_fill")
+def masked_fill(graph, out, x, mask, value):
+    return LOWERINGS["where"](graph, out, mask, value, x)
+
+
+@register("mean")
+def mean(graph, out, x, dim=None, keepdim=False, *, dtype=None):
+    dims = reduced_dims(x, _dims(dim))
+    count = _numel([x.ranges[d] for d in dims])
+    total = make_reduction(graph, x, dims, keepdim, "sum", out.dtype, out.dtype)
+    return make_pointwise(ops.truediv, total, float(count), dtype=out.dtype)
+
+
+def _var(graph, x, dims, correction, keepdim, dtype):
+    """Two passes, mean then squared deviations: torch uses Welford; both are stable."""
+    dims = reduced_dims(x, dims)
+    count = _numel([x.ranges[d] for d in dims])
+    mu = make_pointwise(
+        ops.truediv,
+        make_reduction(graph, x, dims, True, "sum", dtype, dtype),
+        float(count),
+        dtype=dtype,
+    )
+    deviation = make_pointwise(ops.sub, x, mu, dtype=dtype)
+    squares = make_pointwise(lambda d: ops.mul(d, d), deviation, dtype=dtype)
+    total = make_reduction(graph, squares, dims, keepdim, "sum", dtype, dtype)
+    return make_pointwise(ops.truediv, total, float(max(count - correction, 0)), dtype=dtype)
+
+
+def _correction(unbiased, correction):
+    if correction is not None:
+        return correction
+    return 1 if unbiased in (None, True) else 0
+
+
+@register("var")
+def var(graph, out, x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    if isinstance(dim, bool):
+        dim, unbiased = None, dim
+    return _var(graph, x, _dims(dim), _correction(unbiased, correction), keepdim, out.dtype)
+
+
+@register("std")
+def std(graph, out, x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return make_pointwise(
+        ops.sqrt, var(graph, out, x, dim, unbiased, keepdim, correction=correction), dtype=out.dtype
+    )
+
+
+def _softmax_parts(graph, x, dim, dtype):
+    """`x - max(x)` and `sum(exp(x - max(x)))` over `dim`, the shared part of both softmaxes."""
+    if dtype is not None and dtype != x.dtype:
+        x = make_pointwise(lambda v: v, x, dtype=dtype, compute=x.dtype)
+    biggest = make_reduction(graph, x, [dim], True, "max", x.dtype)
+    shifted = make_pointwise(ops.sub, x, biggest, dtype=x.dtype)
+    total = make_reduction(
+        graph, make_pointwise(ops.exp, shifted, dtype=x.dtype), [dim], True, "sum", x.dtype
+    )
+    return shifted, total
+
+
+@register("softmax", "_softmax")
+def softmax(graph, out, x, dim=None, _stacklevel=3, dtype=None):
+    if dim is None or not is_tensor(x):
+        raise Fallback("softmax without dim")
+    shifted, total = _softmax_parts(graph, x, dim, dtype)
+    return make_pointwise(lambda s, t: ops.truediv(ops.exp(s), t), shifted, total, dtype=out.dtype)
+
+
+@register("log_softmax")
+def log_softmax(graph, out, x, dim=None, _stacklevel=3, dtype=None):
+    if dim is None:
+        raise Fallback("log_softmax without dim")
+    shifted, total = _softmax_parts(graph, x, dim, dtype)
+    return make_pointwise(lambda s, t: ops.sub(s, ops.log(t)), shifted, total, dtype=out.dtype)
+
+
+@register("layer_norm", same_dtype=True)
+def layer_norm(graph, out, x, normalized_shape, weight=None, bias=None, eps=1e-5, *args):
+    dims = list(range(len(x.ranges) - len(normalized_shape), len(x.ranges)))
+    dtype = out.dtype
+    count = float(_numel(normalized_shape))
+    mu = make_pointwise(
+        ops.truediv, make_reduction(graph, x, dims, True, "sum", dtype, dtype), count, dtype=dtype
+    )
+    deviation = make_pointwise(ops.sub, x, mu, dtype=dtype)
+    squares = make_pointwise(lambda d: ops.mul(d, d), deviation, dtype=dtype)
+    variance = make_pointwise(
+        ops.truediv,
+        make_reduction(graph, squares, dims, True, "sum", dtype, dtype),
+        count,
+        dtype=dtype,
+    )
+    scale = make_pointwise(
+        lambda v: ops.rsqrt(ops.add(v, ops.constant(eps, dtype))), variance, dtype=dtype
+    )
+    result = make_pointwise(ops.mul, deviation, scale, dtype=dtype)
+    if weight is not None:
+        result = make_pointwise(ops.mul, result, weight, dtype=dtype)
+    if bias is not None:
+        result = make_pointwise(ops.add, result, bias, dtype=dtype)
+    return result
+
+
+@register("dropout")
+def dropout(graph, out, x, p=0.5, training=True, inplace=False):
+    if training and p > 0:
+        raise Fallback("dropout in training mode draws random numbers")
+    return x
+
+
+@register("softplus")
+def softplus(graph, out, x, beta=1.0, threshold=20.0):
+    def fn(v):
+        scaled = ops.mul(v, ops.constant(beta, out.dtype))
+        soft = ops.truediv(ops.log1p(ops.exp(scaled)), ops.constant(beta, out.dtype))
+        return ops.where(ops.gt(scaled, ops.constant(threshold, out.dtype)), v, soft)
+
+    return make_pointwise(fn, x, dtype=out.dtype)

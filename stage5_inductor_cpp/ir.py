@@ -1,0 +1,337 @@
+"""The loop-level IR: *what* is computed, separate from *where it lands* and *how it is emitted*.
+
+A computation is a function of an index: `Pointwise.inner_fn(index)` returns the
+value of one output element, `Reduction.inner_fn(index, rindex)` the value that is
+folded over the reduction index. The functions do not compute anything themselves:
+they call `ops.<name>(...)` and the current *handler* decides what that means —
+the C++ codegen writes a line of C++, `ReadsCollector` records which buffers are
+loaded. This is inductor's `V.ops` (torch/_inductor/virtualized.py) in a few lines.
+
+Index expressions are affine (`4096*x0 + r0 + 3`): every view we lower (permute,
+expand, slicing, size-1 reshapes) is affine, and a reshape that is not becomes a
+reinterpretation of a contiguous buffer instead (inductor uses sympy for the
+general case; affine keeps the IR printable and the codegen simple).
+"""
+
+import contextlib
+import dataclasses
+from collections.abc import Callable
+
+import torch
+
+# ----------------------------------------------------------------------------- index math
+
+
+@dataclasses.dataclass(frozen=True)
+class Index:
+    """`sum(coef * var) + offset`, with `terms` sorted by variable name."""
+
+    terms: tuple[tuple[str, int], ...] = ()
+    offset: int = 0
+
+    @staticmethod
+    def var(name: str) -> "Index":
+        return Index(((name, 1),))
+
+    @staticmethod
+    def const(value: int) -> "Index":
+        return Index((), int(value))
+
+    def __add__(self, other: "Index | int") -> "Index":
+        if isinstance(other, int):
+            return Index(self.terms, self.offset + other)
+        coefs = dict(self.terms)
+        for name, coef in other.terms:
+            coefs[name] = coefs.get(name, 0) + coef
+        terms = tuple(sorted((n, c) for n, c in coefs.items() if c != 0))
+        return Index(terms, self.offset + other.offset)
+
+    def __mul__(self, factor: int) -> "Index":
+        if factor == 0:
+            return Index()
+        return Index(tuple((n, c * factor) for n, c in self.terms), self.offset * factor)
+
+    def coefficient(self, name: str) -> int:
+        return dict(self.terms).get(name, 0)
+
+    def variables(self) -> set[str]:
+        return {name for name, _ in self.terms}
+
+    def __str__(self) -> str:
+        # outer variables (x) first, then inner ones (r): `4096*x0 + r0`
+        terms = sorted(self.terms, key=lambda t: (not t[0].startswith("x"), t[0]))
+        parts = [name if coef == 1 else f"{coef}*{name}" for name, coef in terms]
+        if self.offset or not parts:
+            parts.append(str(self.offset))
+        return " + ".join(parts).replace("+ -", "- ")
+
+
+def contiguous_strides(size) -> tuple[int, ...]:
+    strides, running = [], 1
+    for s in reversed(tuple(size)):
+        strides.append(running)
+        running *= max(s, 1)
+    return tuple(reversed(strides))
+
+
+@dataclasses.dataclass(frozen=True)
+class Layout:
+    """Where a tensor's elements live in a buffer: sizes, strides (in elements), offset."""
+
+    size: tuple[int, ...]
+    stride: tuple[int, ...]
+    dtype: torch.dtype
+    offset: int = 0
+
+    def index(self, idx) -> Index:
+        total = Index.const(self.offset)
+        for i, stride in zip(idx, self.stride, strict=True):
+            total = total + i * stride
+        return total
+
+    def is_contiguous(self) -> bool:
+        pairs = [(sz, st) for sz, st in zip(self.size, self.stride, strict=True) if sz != 1]
+        return all(
+            st == want
+            for (_, st), want in zip(pairs, contiguous_strides([s for s, _ in pairs]), strict=True)
+        )
+
+    def __str__(self) -> str:
+        dtype = str(self.dtype).removeprefix("torch.")
+        offset = f", offset={self.offset}" if self.offset else ""
+        return f"{dtype}{list(self.size)} stride={list(self.stride)}{offset}"
+
+
+# ----------------------------------------------------------------------------- the ops handler
+
+
+class _OpsProxy:
+    """`ops.sin(x)` forwards to whichever handler is installed (inductor's `V.ops`)."""
+
+    handler = None
+
+    def __getattr__(self, name):
+        # Resolved at call time, so `ops.sin` can be stored in a lowering before any handler.
+        return lambda *args: getattr(_OpsProxy.handler, name)(*args)
+
+
+ops = _OpsProxy()
+
+
+@contextlib.contextmanager
+def set_handler(handler):
+    previous, _OpsProxy.handler = _OpsProxy.handler, handler
+    try:
+        yield handler
+    finally:
+        _OpsProxy.handler = previous
+
+
+class ReadsCollector:
+    """A handler that records every `load(name, index)` and ignores the arithmetic."""
+
+    def __init__(self):
+        self.loads: list[tuple[str, Index]] = []
+
+    def load(self, name, index):
+        self.loads.append((name, index))
+        return name
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: name
+
+
+class OpCounter:
+    """A handler that names the ops a function uses, in order: kernel names come from it."""
+
+    def __init__(self):
+        self.names: list[str] = []
+
+    def load(self, name, index):
+        return name
+
+    def __getattr__(self, name):
+        def record(*args, **kwargs):
+            if name not in ("constant", "to_dtype", "index_expr"):
+                self.names.append(name)
+            return name
+
+        return record
+
+
+# ----------------------------------------------------------------------------- what is computed
+
+
+@dataclasses.dataclass(frozen=True)
+class Pointwise:
+    """`out[index] = inner_fn(index)` for every index in `ranges`."""
+
+    dtype: torch.dtype
+    ranges: tuple[int, ...]
+    inner_fn: Callable
+    cost: int = 1  # ops inlined so far; decides when a reused value is worth a buffer
+
+    def loader(self):
+        return self.inner_fn
+
+    def __str__(self) -> str:
+        return f"Pointwise({describe(self.inner_fn, len(self.ranges))}, ranges={list(self.ranges)})"
+
+
+@dataclasses.dataclass(frozen=True)
+class Reduction:
+    """`out[index] = reduce(inner_fn(index, rindex) for rindex in reduction_ranges)`."""
+
+    dtype: torch.dtype
+    ranges: tuple[int, ...]
+    reduction_ranges: tuple[int, ...]
+    reduction_type: str  # sum, prod, max, min, any, all, argmax, argmin
+    inner_fn: Callable
+    src_dtype: torch.dtype
+
+    def __str__(self) -> str:
+        body = describe(self.inner_fn, len(self.ranges), len(self.reduction_ranges))
+        return (
+            f"Reduction({self.reduction_type}: {body}, ranges={list(self.ranges)}, "
+            f"reduction_ranges={list(self.reduction_ranges)})"
+        )
+
+
+def index_vars(prefix: str, n: int) -> list[Index]:
+    return [Index.var(f"{prefix}{i}") for i in range(n)]
+
+
+class _Printer:
+    """A handler that rebuilds an expression as text, for `__str__` and the logs."""
+
+    def load(self, name, index):
+        return f"{name}[{index}]"
+
+    def constant(self, value, dtype):
+        return repr(value)
+
+    def to_dtype(self, x, dtype):
+        return f"{x}.to({str(dtype).removeprefix('torch.')})"
+
+    def __getattr__(self, name):
+        return lambda *args: f"{name}({', '.join(str(a) for a in args)})"
+
+
+def describe(fn, n_index: int, n_rindex: int | None = None) -> str:
+    with set_handler(_Printer()):
+        if n_rindex is None:
+            return str(fn(index_vars("x", n_index)))
+        return str(fn(index_vars("x", n_index), index_vars("r", n_rindex)))
+
+
+# ----------------------------------------------------------------------------- where it lands
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class Buffer:
+    """A named allocation; `layout` says how the tensor that owns it is laid out."""
+
+    name: str
+    layout: Layout
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class InputBuffer(Buffer):
+    """A graph input (or a constant tensor of the module): the wrapper receives it."""
+
+    def __str__(self) -> str:
+        return f"{self.name} = input {self.layout}"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ComputedBuffer(Buffer):
+    """A buffer filled by a kernel from a `Pointwise` or a `Reduction`."""
+
+    data: Pointwise | Reduction = None
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.layout} = {self.data}"
+
+
+@dataclasses.dataclass(frozen=True, eq=False)
+class ExternKernel(Buffer):
+    """A call into torch for what the IR does not cover (matmul, conv, unknown ops).
+
+    `args`/`kwargs` hold `BufferView`s and plain Python values; the result may be any
+    Python object (a tensor, or a tuple that `operator.getitem` externs pick apart).
+    """
+
+    target: Callable = None
+    args: tuple = ()
+    kwargs: dict = dataclasses.field(default_factory=dict)
+    is_tensor: bool = True
+    may_alias: bool = True  # may return a view of an argument (then its buffers stay alive)
+
+    def inputs(self) -> list["BufferView"]:
+        found = []
+
+        def visit(value):
+            if isinstance(value, BufferView):
+                found.append(value)
+            elif isinstance(value, (list, tuple)):
+                for v in value:
+                    visit(v)
+            elif isinstance(value, dict):
+                for v in value.values():
+                    visit(v)
+
+        visit(self.args)
+        visit(self.kwargs)
+        return found
+
+    def __str__(self) -> str:
+        name = getattr(self.target, "__name__", str(self.target))
+        return f"{self.name}: {self.layout if self.is_tensor else 'object'} = extern {name}"
+
+
+@dataclasses.dataclass(frozen=True)
+class BufferView:
+    """A realized tensor: a buffer seen through a layout (views change only the layout)."""
+
+    buffer: Buffer
+    layout: Layout
+
+    @property
+    def dtype(self):
+        return self.layout.dtype
+
+    @property
+    def ranges(self):
+        return self.layout.size
+
+    cost = 1
+
+    def loader(self):
+        name, layout = self.buffer.name, self.layout
+        return lambda idx: ops.load(name, layout.index(idx))
+
+    def is_whole_buffer(self) -> bool:
+        return self.layout == self.buffer.layout
+
+    def __str__(self) -> str:
+        return self.buffer.name if self.is_whole_buffer() else f"{self.buffer.name}<{self.layout}>"
+
+
+TensorValue = Pointwise | BufferView
+
+
+# Ops whose result is bool whatever their inputs; every other op keeps its first
+# tensor argument's dtype (lowering casts operands to one dtype first). Codegens
+# use this to declare each temporary with its type.
+BOOL_OPS = frozenset(
+    {"eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
+     "logical_not", "isnan"}
+)  # fmt: skip
+
+
+def result_dtype(op: str, args) -> torch.dtype:
+    if op in BOOL_OPS:
+        return torch.bool
+    if op == "where":
+        return args[1].dtype
+    return args[0].dtype

@@ -1,0 +1,407 @@
+"""Lowering: one function per FX op, each building IR (torch/_inductor/lowering.py).
+
+`LOWERINGS` maps a target — a torch function, an `operator` function, or the
+name of a Tensor method — to a function `(graph, out, *args, **kwargs) -> value`,
+where `out` is the op's result on one-element stand-ins (its dtype is the one
+torch's type promotion picks) and args are IR values (`Pointwise`, `BufferView`) or plain
+Python values. A lowering that meets a case it does not handle raises `Fallback`,
+and the node becomes an `ExternKernel` that calls torch: every graph still runs.
+
+Pointwise values are not materialised: a consumer's `inner_fn` calls its
+producer's `inner_fn`, so a chain of pointwise ops is one expression, later one
+kernel (inductor inlines the same way). Reductions always write a buffer.
+"""
+
+import operator
+
+import torch
+
+from .ir import BufferView, Index, Layout, Pointwise, Reduction, contiguous_strides, ops
+
+
+class Fallback(Exception):
+    """This lowering does not handle these arguments: call torch instead (the reason says why)."""
+
+
+LOWERINGS: dict = {}
+SAME_DTYPE: set = set()  # lowerings whose result has their input's dtype (views, layer_norm)
+
+SUPPORTED_DTYPES = (torch.float32, torch.float64, torch.int64, torch.int32, torch.bool)
+
+
+def register(*targets, same_dtype=False):
+    """Register a lowering for torch functions, operator functions, and Tensor method names.
+
+    A string registers the method name plus `torch.<name>` and `torch.nn.functional.<name>`
+    when they exist, so `x.sin()`, `torch.sin(x)` and `F.relu(x)` all find it.
+    """
+
+    def decorate(fn):
+        if same_dtype:
+            SAME_DTYPE.add(fn)
+        for target in targets:
+            LOWERINGS[target] = fn
+            if isinstance(target, str):
+                for module in (torch, torch.nn.functional, torch.special):
+                    if hasattr(module, target):
+                        LOWERINGS[getattr(module, target)] = fn
+        return fn
+
+    return decorate
+
+
+def is_tensor(value) -> bool:
+    return isinstance(value, (Pointwise, BufferView))
+
+
+# ----------------------------------------------------------------------------- building blocks
+
+
+def broadcast_shapes(*shapes) -> tuple[int, ...]:
+    """torch.broadcast_shapes without its sympy import (half a second, once per process)."""
+    rank = max((len(s) for s in shapes), default=0)
+    result = [1] * rank
+    for shape in shapes:
+        for d, size in enumerate(shape, start=rank - len(shape)):
+            if size != 1 and result[d] not in (1, size):
+                raise RuntimeError(
+                    f"The size of tensor a ({result[d]}) must match the size of tensor b ({size}) "
+                    f"at non-singleton dimension {d}"
+                )
+            result[d] = size if size != 1 else result[d]
+    return tuple(result)
+
+
+def loader_for(value, ranges, dtype):
+    """A function `index -> value` for `value` broadcast to `ranges` and cast to `dtype`."""
+    if not is_tensor(value):
+        return lambda idx: ops.constant(value, dtype)
+    load, source_ranges = value.loader(), value.ranges
+    skip = len(ranges) - len(source_ranges)
+
+    def broadcast(idx):
+        return [
+            Index() if size == 1 and ranges[skip + d] != 1 else idx[skip + d]
+            for d, size in enumerate(source_ranges)
+        ]
+
+    if value.dtype == dtype:
+        return lambda idx: load(broadcast(idx))
+    return lambda idx: ops.to_dtype(load(broadcast(idx)), dtype)
+
+
+def make_pointwise(fn, *args, dtype, compute=None):
+    """`fn` applied elementwise to broadcast `args`, computed in `compute`, stored as `dtype`."""
+    compute = compute or dtype
+    ranges = broadcast_shapes(*[a.ranges for a in args if is_tensor(a)])
+    loaders = [loader_for(a, ranges, compute) for a in args]
+
+    def inner_fn(idx):
+        result = fn(*[load(idx) for load in loaders])
+        return result if compute == dtype else ops.to_dtype(result, dtype)
+
+    cost = 1 + sum(a.cost for a in args if is_tensor(a))
+    return Pointwise(dtype, ranges, inner_fn, cost)
+
+
+def reindex(value, ranges, reindex_fn):
+    """A view: `out[idx] = value[reindex_fn(idx)]`; buffers keep a (new) layout, no copy."""
+    if isinstance(value, BufferView):
+        probe = [Index.var(f"v{i}") for i in range(len(ranges))]
+        flat = value.layout.index(reindex_fn(probe))
+        stride = tuple(flat.coefficient(f"v{i}") for i in range(len(ranges)))
+        layout = Layout(tuple(ranges), stride, value.dtype, flat.offset)
+        return BufferView(value.buffer, layout)
+    load = value.loader()
+    return Pointwise(value.dtype, tuple(ranges), lambda idx: load(reindex_fn(idx)), value.cost)
+
+
+def make_reduction(graph, x, dims, keepdim, reduction_type, dtype, compute=None):
+    """Reduce `x` over `dims` into a new buffer (a keepdim result is a view of it)."""
+    rank = len(x.ranges)
+    dims = reduced_dims(x, dims)
+    kept = [d for d in range(rank) if d not in dims]
+    load = loader_for(x, x.ranges, compute or x.dtype)
+
+    def inner_fn(idx, ridx):
+        full = [None] * rank
+        for d, i in zip(kept, idx, strict=True):
+            full[d] = i
+        for d, r in zip(dims, ridx, strict=True):
+            full[d] = r
+        return load(full)
+
+    ranges = tuple(x.ranges[d] for d in kept)
+    reduction = Reduction(
+        dtype, ranges, tuple(x.ranges[d] for d in dims), reduction_type, inner_fn,
+        compute or x.dtype,
+    )  # fmt: skip
+    result = graph.add_buffer(reduction)
+    if not keepdim:
+        return result
+    out_ranges = tuple(1 if d in dims else x.ranges[d] for d in range(rank))
+    return reindex(result, out_ranges, lambda idx: [idx[d] for d in kept])
+
+
+def reduced_dims(x, dims) -> list[int]:
+    """`dims` made non-negative and sorted; none means all (a 0-d tensor has none to reduce)."""
+    rank = len(x.ranges)
+    if not dims:
+        return list(range(rank))
+    return sorted({_dim(d, rank) for d in dims} - {rank})
+
+
+def _dim(dim, rank):
+    if not -max(rank, 1) <= dim < max(rank, 1):
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of "
+            f"[{-max(rank, 1)}, {max(rank, 1) - 1}], but got {dim})"
+        )
+    return dim % max(rank, 1)
+
+
+def reshape_to(graph, x, ranges):
+    """`x` with new sizes: an index map when only size-1 dims change, else contiguous storage."""
+    if [s for s in x.ranges if s != 1] == [s for s in ranges if s != 1]:
+        return reindex(x, ranges, size1_reindex(x.ranges, ranges))
+    if not (isinstance(x, BufferView) and x.layout.is_contiguous()):
+        if isinstance(x, BufferView) and graph.current_target == "view":
+            raise RuntimeError("view of a non-contiguous tensor: torch decides whether it is valid")
+        # Copy into a contiguous buffer (what torch.reshape does for such a tensor too).
+        x = graph.add_buffer(Pointwise(x.dtype, tuple(x.ranges), x.loader(), x.cost))
+    return BufferView(
+        x.buffer, Layout(ranges, contiguous_strides(ranges), x.dtype, x.layout.offset)
+    )
+
+
+def size1_reindex(source_ranges, ranges):
+    """The index map of a reshape that only adds or removes size-1 dimensions."""
+    kept_out = [d for d, s in enumerate(ranges) if s != 1]
+
+    def fn(idx):
+        picks = iter(kept_out)
+        return [Index() if s == 1 else idx[next(picks)] for s in source_ranges]
+
+    return fn
+
+
+# ----------------------------------------------------------------------------- pointwise ops
+
+# name -> ops name; unary ops compute in the output dtype (int inputs of sin become float).
+UNARY = {
+    "abs": "abs", "neg": "neg", "sin": "sin", "cos": "cos", "tan": "tan", "exp": "exp",
+    "log": "log", "log2": "log2", "log1p": "log1p", "expm1": "expm1", "sqrt": "sqrt",
+    "rsqrt": "rsqrt", "tanh": "tanh", "erf": "erf", "atan": "atan", "relu": "relu",
+    "reciprocal": "reciprocal", "floor": "floor", "ceil": "ceil", "trunc": "trunc",
+    "round": "round", "isnan": "isnan", "logical_not": "logical_not",
+}  # fmt: skip
+ROUNDING = {"floor", "ceil", "trunc", "round"}  # identity on integers, as in torch
+
+# name -> (ops name, compute in the inputs' promoted type (True) or in the output type)
+BINARY = {
+    "add": ("add", False), "sub": ("sub", False), "mul": ("mul", False),
+    "div": ("truediv", False), "true_divide": ("truediv", False),
+    "maximum": ("maximum", False), "minimum": ("minimum", False),
+    "atan2": ("atan2", False), "remainder": ("remainder", False),
+    "eq": ("eq", True), "ne": ("ne", True), "lt": ("lt", True), "le": ("le", True),
+    "gt": ("gt", True), "ge": ("ge", True), "logical_and": ("logical_and", None),
+    "logical_or": ("logical_or", None), "logical_xor": ("logical_xor", None),
+}  # fmt: skip
+OPERATORS = {
+    operator.add: "add", operator.sub: "sub", operator.mul: "mul", operator.truediv: "div",
+    operator.eq: "eq", operator.ne: "ne", operator.lt: "lt", operator.le: "le",
+    operator.gt: "gt", operator.ge: "ge", operator.neg: "neg", operator.abs: "abs",
+    operator.mod: "remainder", operator.pow: "pow",
+}  # fmt: skip
+
+
+def _unary(name, op):
+    def lower(graph, out, x):
+        if name in ROUNDING and not out.dtype.is_floating_point:
+            return x
+        compute = x.dtype if op == "isnan" else out.dtype
+        return make_pointwise(getattr(ops, op), x, dtype=out.dtype, compute=compute)
+
+    return lower
+
+
+def _binary(name, op, promoted):
+    def lower(graph, out, a, b, *, alpha=None, rounding_mode=None):
+        if rounding_mode is not None:
+            raise Fallback(f"{name} with rounding_mode={rounding_mode!r}")
+        if alpha is not None:
+            b = make_pointwise(ops.mul, b, alpha, dtype=out.dtype)
+        if promoted is None:
+            compute = torch.bool
+        elif promoted:
+            compute = torch.result_type(meta_of(a), meta_of(b))
+        else:
+            compute = out.dtype
+        if op == "remainder" and not compute.is_floating_point:
+            raise Fallback("integer remainder: C++ '%' differs from torch and traps on 0")
+        return make_pointwise(getattr(ops, op), a, b, dtype=out.dtype, compute=compute)
+
+    return lower
+
+
+def meta_of(value):
+    """What `torch.result_type` needs: a meta tensor of the right rank and dtype, or the scalar."""
+    if is_tensor(value):
+        return torch.empty((0,) * min(len(value.ranges), 1), dtype=value.dtype, device="meta")
+    return value
+
+
+for _name, _op in UNARY.items():
+    register(_name)(_unary(_name, _op))
+for _name, (_op, _promoted) in BINARY.items():
+    register(_name)(_binary(_name, _op, _promoted))
+for _target, _name in OPERATORS.items():
+    if _name in LOWERINGS:
+        LOWERINGS[_target] = LOWERINGS[_name]
+
+
+def _bitwise(logical):
+    def lower(graph, out, *args):
+        if out.dtype != torch.bool:
+            raise Fallback("bitwise ops on integers")
+        return make_pointwise(getattr(ops, logical), *args, dtype=torch.bool)
+
+    return lower
+
+
+for _targets, _logical in [
+    (("bitwise_and", operator.and_), "logical_and"),
+    (("bitwise_or", operator.or_), "logical_or"),
+    (("bitwise_xor", operator.xor), "logical_xor"),
+    (("bitwise_not", operator.invert), "logical_not"),
+]:
+    register(*_targets)(_bitwise(_logical))
+
+
+@register("rsub")
+def rsub(graph, out, a, b, *, alpha=1):
+    return LOWERINGS["sub"](
+        graph, out, b, a if alpha == 1 else make_pointwise(ops.mul, a, alpha, dtype=out.dtype)
+    )
+
+
+@register("pow", operator.pow)
+def pow_(graph, out, a, b):
+    if not out.dtype.is_floating_point:
+        raise Fallback("integer pow")
+    if is_tensor(b):
+        return make_pointwise(ops.pow, a, b, dtype=out.dtype)
+    # torch special-cases these exponents (aten/src/ATen/native/cpu/PowKernel.cpp): match it.
+    special = {
+        2: lambda x: ops.mul(x, x),
+        3: lambda x: ops.mul(ops.mul(x, x), x),
+        0.5: ops.sqrt,
+        -0.5: ops.rsqrt,
+        -1: ops.reciprocal,
+        -2: lambda x: ops.reciprocal(ops.mul(x, x)),
+    }
+    if is_tensor(a) and b in special:
+        return make_pointwise(special[b], a, dtype=out.dtype)
+    return make_pointwise(ops.pow, a, b, dtype=out.dtype)
+
+
+@register("where")
+def where(graph, out, cond, a, b):
+    def fn(c, x, y):
+        return ops.where(c, x, y)
+
+    cond = make_pointwise(lambda c: c, cond, dtype=torch.bool) if is_tensor(cond) else bool(cond)
+    ranges = broadcast_shapes(*[v.ranges for v in (cond, a, b) if is_tensor(v)])
+    loaders = [loader_for(cond, ranges, torch.bool)] + [
+        loader_for(v, ranges, out.dtype) for v in (a, b)
+    ]
+    cost = 1 + sum(v.cost for v in (cond, a, b) if is_tensor(v))
+    return Pointwise(out.dtype, ranges, lambda idx: fn(*[ld(idx) for ld in loaders]), cost)
+
+
+@register("to", "type", "float", "double", "long", "int", "bool", "type_as")
+def to_dtype(graph, out, x, *args, **kwargs):
+    if out.dtype == x.dtype:
+        return x  # torch returns self too
+    return make_pointwise(lambda v: v, x, dtype=out.dtype, compute=x.dtype)
+
+
+@register("clone", "contiguous", same_dtype=True)
+def clone(graph, out, x, *args, **kwargs):
+    if (
+        isinstance(x, BufferView)
+        and x.layout.is_contiguous()
+        and graph.current_target == "contiguous"
+    ):
+        return x  # torch returns self for a contiguous tensor
+    return make_pointwise(lambda v: v, x, dtype=x.dtype)
+
+
+# ----------------------------------------------------------------------------- reductions
+
+
+def _dims(dim):
+    if dim is None:
+        return []
+    return list(dim) if isinstance(dim, (list, tuple)) else [dim]
+
+
+def _check_not_empty(x, dims, kind):
+    """max/min/argmax of nothing is an error in torch (decompositions may reduce nothing)."""
+    if 0 in [x.ranges[d] for d in reduced_dims(x, dims)]:
+        raise IndexError(f"{kind}(): Expected reduction dim to have non-zero size.")
+
+
+def _reduction(reduction_type):
+    def lower(graph, out, x, dim=None, keepdim=False, *, dtype=None):
+        if reduction_type in ("max", "min"):
+            _check_not_empty(x, _dims(dim), reduction_type)
+        compute = out.dtype if reduction_type in ("sum", "prod") else x.dtype
+        return make_reduction(graph, x, _dims(dim), keepdim, reduction_type, out.dtype, compute)
+
+    return lower
+
+
+register("sum")(_reduction("sum"))
+register("prod")(_reduction("prod"))
+register("amax")(_reduction("max"))
+register("amin")(_reduction("min"))
+register("any")(_reduction("any"))
+register("all")(_reduction("all"))
+
+
+def _max_min(kind):
+    def lower(graph, out, x, other=None, keepdim=False):
+        if is_tensor(other):
+            return make_pointwise(getattr(ops, f"{kind}imum"), x, other, dtype=out.dtype)
+        if other is not None:
+            raise Fallback(f"{kind}(x, dim) returns (values, indices)")
+        _check_not_empty(x, [], kind)
+        return make_reduction(graph, x, [], False, kind, out.dtype)
+
+    return lower
+
+
+def _arg_reduction(kind):
+    def lower(graph, out, x, dim=None, keepdim=False):
+        _check_not_empty(x, _dims(dim), kind)
+        if dim is None:
+            flat = reshape_to(graph, x, (_numel(x.ranges),))
+            result = make_reduction(graph, flat, [0], False, kind, torch.int64)
+            return reindex(result, (1,) * len(x.ranges), lambda idx: []) if keepdim else result
+        return make_reduction(graph, x, [_dim(dim, len(x.ranges))], keepdim, kind, torch.int64)
+
+    return lower
+
+
+register("max")(_max_min("max"))
+register("min")(_max_min("min"))
+register("argmax")(_arg_reduction("argmax"))
+register("argmin")(_arg_reduction("argmin"))
+
+
+def _numel(ranges):
+    n = 1
+    for s in ranges:
+        n *= s
+    return n

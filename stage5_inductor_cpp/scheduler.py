@@ -1,0 +1,275 @@
+"""The scheduler: group buffers into kernels, and decide which buffers stay in registers.
+
+Every kernel is a parallel loop over `outer` ranges whose body runs its nodes in
+order, each node with its own inner loop: a pointwise node over the remaining
+dimensions, a reduction over its reduction ranges. Softmax over rows is one kernel:
+
+    for x0 in rows (parallel):  max over r0;  sum over r0;  out[x0, r0] = exp(...) / sum
+
+A node may join a kernel when (torch/_inductor/scheduler.py `can_fuse` decides the same):
+  * its outer ranges are the kernel's (a pointwise-only kernel may narrow its outer
+    ranges to a prefix, to take a reduction over the rest);
+  * every value it reads from the kernel was written in the same outer iteration:
+    the load index equals the store index (over equal inner ranges);
+  * everything it depends on runs before or in that kernel.
+Each refusal is logged with its reason (`MINIDYNAMO_LOGS=kernels`).
+"""
+
+import collections
+import dataclasses
+import functools
+import math
+
+import torch.utils._pytree as pytree
+
+from stage1_eval_frame.logs import get_logger
+
+from .ir import (
+    BufferView,
+    ComputedBuffer,
+    ExternKernel,
+    Index,
+    OpCounter,
+    ReadsCollector,
+    Reduction,
+    index_vars,
+    set_handler,
+)
+
+log = get_logger("kernels")
+
+
+@dataclasses.dataclass(eq=False)
+class SchedulerNode:
+    """One buffer to compute, with the questions fusion asks about it."""
+
+    buffer: ComputedBuffer
+
+    @property
+    def name(self) -> str:
+        return self.buffer.name
+
+    @property
+    def is_reduction(self) -> bool:
+        return isinstance(self.buffer.data, Reduction)
+
+    @property
+    def ranges(self) -> tuple[int, ...]:
+        return self.buffer.data.ranges
+
+    def inner_ranges(self, n_outer: int) -> tuple[int, ...]:
+        data = self.buffer.data
+        return data.reduction_ranges if self.is_reduction else data.ranges[n_outer:]
+
+    def loop_vars(self, n_outer: int):
+        """Index variables for a kernel with `n_outer` outer dims: x0.. outer, r0.. inner."""
+        n_x = len(self.ranges) if self.is_reduction else n_outer
+        return index_vars("x", n_x), index_vars("r", len(self.inner_ranges(n_outer)))
+
+    def call_inner_fn(self, handler, n_outer: int):
+        xs, rs = self.loop_vars(n_outer)
+        with set_handler(handler):
+            if self.is_reduction:
+                return self.buffer.data.inner_fn(xs, rs)
+            return self.buffer.data.inner_fn(xs + rs)
+
+    def store_index(self, n_outer: int) -> Index:
+        xs, rs = self.loop_vars(n_outer)
+        return self.buffer.layout.index(xs if self.is_reduction else xs + rs)
+
+    def loads(self, n_outer: int) -> list[tuple[str, Index]]:
+        collector = ReadsCollector()
+        self.call_inner_fn(collector, n_outer)
+        return collector.loads
+
+    @functools.cached_property
+    def _reads(self) -> frozenset[str]:
+        return frozenset(name for name, _ in self.loads(0))
+
+    def reads(self) -> set[str]:
+        return set(self._reads)
+
+    def op_names(self) -> list[str]:
+        counter = OpCounter()
+        self.call_inner_fn(counter, 0)
+        names = counter.names + ([self.buffer.data.reduction_type] if self.is_reduction else [])
+        return names
+
+
+@dataclasses.dataclass(eq=False)
+class FusedKernel:
+    """Nodes sharing one parallel loop over `outer`; `local` buffers never reach memory."""
+
+    outer: tuple[int, ...]
+    nodes: list[SchedulerNode]
+    name: str = ""
+    local: set[str] = dataclasses.field(default_factory=set)
+
+    def loops(self) -> list[list[SchedulerNode]]:
+        """Consecutive pointwise nodes with equal inner ranges share one inner loop."""
+        loops: list[list[SchedulerNode]] = []
+        n = len(self.outer)
+        for node in self.nodes:
+            previous = loops[-1][-1] if loops else None
+            if (
+                previous is not None
+                and not node.is_reduction
+                and not previous.is_reduction
+                and previous.inner_ranges(n) == node.inner_ranges(n)
+            ):
+                loops[-1].append(node)
+            else:
+                loops.append([node])
+        return loops
+
+    def produced(self) -> set[str]:
+        return {node.name for node in self.nodes}
+
+    def __str__(self) -> str:
+        lines = [f"{self.name}: outer={list(self.outer)}"]
+        for node in self.nodes:
+            where = "local" if node.name in self.local else "stored"
+            lines.append(f"    {node.buffer} [{where}]")
+        return "\n".join(lines)
+
+
+@dataclasses.dataclass(eq=False)
+class ExternCall:
+    """A step that calls torch (matmul, conv, unknown ops)."""
+
+    buffer: ExternKernel
+
+    @property
+    def name(self) -> str:
+        return self.buffer.name
+
+    def produced(self) -> set[str]:
+        return {self.buffer.name}
+
+    def __str__(self) -> str:
+        return f"extern: {self.buffer}"
+
+
+def numel(ranges) -> int:
+    return math.prod(ranges)
+
+
+class Scheduler:
+    """Turns a `GraphLowering` into an ordered list of `FusedKernel` and `ExternCall` steps."""
+
+    def __init__(self, graph, fuse: bool = True):
+        self.graph = graph
+        self.steps: list[FusedKernel | ExternCall] = []
+        for buffer in graph.buffers:
+            if isinstance(buffer, ExternKernel):
+                self.steps.append(ExternCall(buffer))
+            else:
+                node = SchedulerNode(buffer)
+                if fuse:
+                    self.place(node)
+                else:
+                    self.steps.append(self.new_kernel(node))
+        self.decide_storage()
+        for i, step in enumerate(self.steps):
+            if isinstance(step, FusedKernel):
+                step.name = self.kernel_name(step, i)
+
+    @staticmethod
+    def new_kernel(node: SchedulerNode) -> FusedKernel:
+        return FusedKernel(tuple(node.ranges), [node])
+
+    def place(self, node: SchedulerNode):
+        """Fuse into the latest kernel that accepts the node, or start a new one."""
+        reads = node.reads()
+        earliest = max(
+            (i for i, step in enumerate(self.steps) if step.produced() & reads), default=-1
+        )
+        for i in range(len(self.steps) - 1, max(earliest, 0) - 1, -1):
+            reason = self.refuse(self.steps[i], node)
+            if reason is None:
+                self.fuse_into(self.steps[i], node)
+                return
+            log.info("not fusing %s into step %d: %s", node.name, i, reason)
+        self.steps.append(self.new_kernel(node))
+
+    def refuse(self, step, node: SchedulerNode) -> str | None:
+        """Why `node` cannot join `step`, or None when it can."""
+        if isinstance(step, ExternCall):
+            return "the step is an extern call into torch"
+        outer = self.fused_outer(step, node)
+        if outer is None:
+            outer, ranges = list(step.outer), list(node.ranges)
+            return f"iteration spaces differ: kernel outer {outer}, node {ranges}"
+        biggest = max(numel(n.ranges) for n in [*step.nodes, node])
+        if numel(outer) == 1 and biggest > 1:
+            return "the fused kernel would have no parallel loop"
+        n = len(outer)
+        producers = {p.name: p for p in step.nodes}
+        for name, index in node.loads(n):
+            if name not in producers:
+                continue
+            producer = producers[name]
+            if index != producer.store_index(n):
+                return f"reads {name} at {index}, which another iteration writes"
+            uses_inner = any(v.startswith("r") for v in index.variables())
+            if uses_inner and producer.inner_ranges(n) != node.inner_ranges(n):
+                return f"reads {name} over different inner ranges"
+        return None
+
+    @staticmethod
+    def fused_outer(step: FusedKernel, node: SchedulerNode):
+        outer = step.outer
+        if node.is_reduction:
+            if tuple(node.ranges) == outer:
+                return outer
+            pointwise_only = not any(n.is_reduction for n in step.nodes)
+            if pointwise_only and outer[: len(node.ranges)] == tuple(node.ranges):
+                return tuple(node.ranges)
+            return None
+        return outer if tuple(node.ranges[: len(outer)]) == outer else None
+
+    def fuse_into(self, step: FusedKernel, node: SchedulerNode):
+        step.outer = self.fused_outer(step, node)
+        step.nodes.append(node)
+
+    def decide_storage(self):
+        """A buffer stays in a register unless an output, another step, or another loop reads it."""
+        outputs = {
+            leaf.buffer.name
+            for leaf in pytree.tree_leaves(self.graph.outputs)
+            if isinstance(leaf, BufferView)
+        }
+        readers = collections.defaultdict(set)
+        for i, step in enumerate(self.steps):
+            if isinstance(step, ExternCall):
+                names = {view.buffer.name for view in step.buffer.inputs()}
+            else:
+                names = set().union(*[node.reads() for node in step.nodes])
+            for name in names:
+                readers[name].add(i)
+        for i, step in enumerate(self.steps):
+            if not isinstance(step, FusedKernel):
+                continue
+            for loop in step.loops():
+                for producer in loop:
+                    in_inner_loop = bool(producer.inner_ranges(len(step.outer)))
+                    read_by_other_loop = any(
+                        producer.name in node.reads() for node in step.nodes if node not in loop
+                    )
+                    if producer.name in outputs or readers[producer.name] - {i}:
+                        continue
+                    if in_inner_loop and not producer.is_reduction and read_by_other_loop:
+                        continue
+                    step.local.add(producer.name)
+
+    @staticmethod
+    def kernel_name(step: FusedKernel, i: int) -> str:
+        names = []
+        for node in step.nodes:
+            for op in node.op_names():
+                if op not in names:
+                    names.append(op)
+        return "_".join(["cpp_fused", *names[:6], str(i)])
+
+    def __str__(self) -> str:
+        return "\n".join(str(step) for step in self.steps)

@@ -1,0 +1,148 @@
+"""The Python wrapper: allocate buffers, call kernels and externs in order, return the outputs.
+
+It is generated as source (inductor's `WrapperCodeGen` does the same) so that the
+whole program can be printed and read:
+
+    def call(args):
+        arg0, arg1 = args
+        buf0 = empty_strided((16777216,), (1,), dtype=torch.float32)
+        cpp_fused_sin_cos_mul_add_sub_relu_0(arg0.data_ptr(), arg1.data_ptr(), buf0.data_ptr())
+        return (buf0,)
+
+A buffer whose last reader has run is handed to the next allocation of the same
+layout (`buf4 = buf1  # reuse`), as inductor's wrapper reuses dead buffers.
+"""
+
+import math
+
+import torch
+import torch.utils._pytree as pytree
+
+from .graph import ExternValue
+from .ir import BufferView, ComputedBuffer
+from .scheduler import ExternCall, FusedKernel
+
+
+def reinterpret(tensor, size, stride, offset):
+    """A view of `tensor`'s elements: `offset` counts from its first element, not its storage's."""
+    return torch.as_strided(tensor, size, stride, tensor.storage_offset() + offset)
+
+
+def with_layout(tensor, size, stride):
+    """Kernels index with the strides the meta functions promised; copy in the rare other case."""
+    if tuple(tensor.stride()) == stride or math.prod(size) <= 1:
+        return tensor
+    return torch.empty_strided(size, stride, dtype=tensor.dtype).copy_(tensor)
+
+
+class WrapperCode:
+    """Writes `call(args)` for one scheduled graph; `namespace` holds what it refers to."""
+
+    def __init__(self, graph, scheduler, kernel_params: dict[str, list[str]]):
+        self.graph, self.steps = graph, scheduler.steps
+        self.kernel_params = kernel_params  # kernel name -> buffer names, in signature order
+        self.namespace = {"torch": torch, "empty_strided": torch.empty_strided}
+        self.namespace.update(reinterpret=reinterpret, with_layout=with_layout)
+        self.namespace.update(graph.constants)
+        self.lines: list[str] = []
+
+    def value(self, v) -> str:
+        """Python source for an extern argument or an output."""
+        if isinstance(v, BufferView):
+            if v.is_whole_buffer():
+                return v.buffer.name
+            size, stride = tuple(v.layout.size), tuple(v.layout.stride)
+            return f"reinterpret({v.buffer.name}, {size}, {stride}, {v.layout.offset})"
+        if isinstance(v, ExternValue):
+            return v.buffer.name
+        if isinstance(v, list) or type(v) is tuple:
+            inner = ", ".join(self.value(x) for x in v)
+            return f"[{inner}]" if isinstance(v, list) else f"({inner}{',' if len(v) == 1 else ''})"
+        if isinstance(v, dict):
+            return "{" + ", ".join(f"{k!r}: {self.value(x)}" for k, x in v.items()) + "}"
+        if (
+            v is None
+            or isinstance(v, (bool, int, str))
+            or (isinstance(v, float) and math.isfinite(v))
+        ):
+            return repr(v)
+        name = f"const_obj{len(self.namespace)}"
+        self.namespace[name] = v
+        return name
+
+    def generate(self) -> str:
+        names = [
+            b.name if b is not None else f"_scalar{i}" for i, b in enumerate(self.graph.inputs)
+        ]
+        self.lines.append(f"    {', '.join(names)}{',' if len(names) == 1 else ''} = args")
+        free = self.plan_reuse()
+        for i, step in enumerate(self.steps):
+            if isinstance(step, FusedKernel):
+                self.kernel_call(step, free.get(i, {}))
+            else:
+                self.extern_call(step)
+        self.lines.append(f"    return {self.value(self.graph.outputs)}")
+        return "\n".join(["def call(args):", *self.lines]) + "\n"
+
+    def plan_reuse(self) -> dict[int, dict[str, str]]:
+        """For each step, which of its outputs take over a dead buffer: {step: {new: old}}."""
+        never = {
+            leaf.buffer.name
+            for leaf in pytree.tree_leaves(self.graph.outputs)
+            if isinstance(leaf, BufferView)
+        }
+        last_use = {}
+        for i, step in enumerate(self.steps):
+            if isinstance(step, ExternCall):
+                if step.buffer.may_alias:  # its result may be a view of these: keep them
+                    never |= {v.buffer.name for v in step.buffer.inputs()}
+                for view in step.buffer.inputs():
+                    last_use[view.buffer.name] = i
+            else:
+                for name in self.kernel_params[step.name]:
+                    last_use[name] = i
+        # Only our own buffers: an extern's result may be a view of its input.
+        layouts = {b.name: b.layout for b in self.graph.buffers if isinstance(b, ComputedBuffer)}
+        plan, pool, released = {}, [], set()
+        for i, step in enumerate(self.steps):
+            for name, last in last_use.items():
+                if last < i and name in layouts and name not in never and name not in released:
+                    pool.append(name)
+                    released.add(name)
+            if not isinstance(step, FusedKernel):
+                continue
+            for node in step.nodes:
+                if node.name in step.local:
+                    continue
+                match = next((old for old in pool if layouts[old] == node.buffer.layout), None)
+                if match is not None:
+                    pool.remove(match)
+                    plan.setdefault(i, {})[node.name] = match
+        return plan
+
+    def kernel_call(self, step: FusedKernel, reuse: dict[str, str]):
+        for node in step.nodes:
+            if node.name in step.local:
+                continue
+            layout = node.buffer.layout
+            if node.name in reuse:
+                self.lines.append(f"    {node.name} = {reuse[node.name]}  # reuse")
+            else:
+                size, stride, dtype = layout.size, layout.stride, layout.dtype
+                self.lines.append(
+                    f"    {node.name} = empty_strided({size}, {stride}, dtype={dtype})"
+                )
+        pointers = ", ".join(f"{name}.data_ptr()" for name in self.kernel_params[step.name])
+        self.lines.append(f"    {step.name}({pointers})")
+
+    def extern_call(self, step: ExternCall):
+        buffer = step.buffer
+        target = f"extern_{buffer.name}"
+        self.namespace[target] = buffer.target
+        args = [self.value(a) for a in buffer.args]
+        args += [f"{k}={self.value(v)}" for k, v in buffer.kwargs.items()]
+        label = getattr(buffer.target, "__name__", type(buffer.target).__name__)
+        self.lines.append(f"    {buffer.name} = {target}({', '.join(args)})  # {label}")
+        if buffer.is_tensor:
+            size, stride = buffer.layout.size, buffer.layout.stride
+            self.lines.append(f"    {buffer.name} = with_layout({buffer.name}, {size}, {stride})")

@@ -1,0 +1,136 @@
+"""Block sizes and warps: a few configurations per kernel, timed once, the winner remembered.
+
+torch/_inductor/runtime/triton_heuristics.py is the original (`CachingAutotuner`).
+A kernel is generated with `XBLOCK` (and `RBLOCK`) as `tl.constexpr` parameters, so
+each configuration is a separate compilation of the same source. On its first call,
+`KernelLauncher` compiles and times every configuration on the real arguments
+(`triton.testing.do_bench`), keeps the fastest, and writes it to the cache directory
+(`$MINIDYNAMO_CACHE_DIR/triton/autotune/<hash>.json`), keyed by the kernel's source,
+the configurations, the GPU and Triton's version: later calls and later processes
+launch it straight away. Re-running a kernel while timing it is harmless: a kernel
+never reads a buffer it writes (the wrapper only reuses buffers that are dead).
+"""
+
+import dataclasses
+import hashlib
+import json
+import warnings
+
+import triton
+import triton.testing
+from triton.runtime.errors import OutOfResources, PTXASError
+
+from stage1_eval_frame.logs import get_logger
+from stage5_inductor_cpp import cache
+
+from .codegen_triton import KernelShape, triton_next_power_of_2
+from .runtime import source_dir
+
+log = get_logger("kernels")
+
+BEST: dict[str, "Config"] = {}  # the memory cache: key -> best configuration
+stats = {"tuned": 0, "from_disk": 0}  # what the tests count: a warm cache tunes nothing
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    XBLOCK: int
+    RBLOCK: int | None
+    num_warps: int
+    looped: bool = False  # launch the kernel's `_looped` variant (when a row also fits)
+
+    @property
+    def meta(self) -> dict:
+        """The kernel's `tl.constexpr` arguments."""
+        return {"XBLOCK": self.XBLOCK} | ({"RBLOCK": self.RBLOCK} if self.RBLOCK else {})
+
+    def __str__(self) -> str:
+        items = [*self.meta.items(), ("num_warps", self.num_warps)]
+        return ", ".join(f"{k}={v}" for k, v in items) + (" (looped)" if self.looped else "")
+
+
+def grid(xnumel: int):
+    """The launch grid of a configuration: one program per XBLOCK outer elements."""
+    return lambda meta: (triton.cdiv(xnumel, meta["XBLOCK"]),)
+
+
+def configs_for(shape: KernelShape) -> list[Config]:
+    """The configurations to try, the usual best first (the one used when nothing is timed).
+
+    (elements per program, warps): a warp is 32 threads, and 8-32 elements per thread
+    keep enough loads in flight to saturate memory without running out of registers.
+    A persistent kernel also gets looped configurations, for its `_looped` variant.
+    """
+    xcap = triton_next_power_of_2(shape.xnumel)
+    if shape.rnumel is None:
+        wanted = [(1024, None, 4, False), (2048, None, 8, False), (512, None, 4, False)]
+        wanted.append((4096, None, 8, False))
+    else:
+        rcap = triton_next_power_of_2(shape.rnumel)
+        looped = [(1, 2048, 16), (1, 1024, 16), (1, 4096, 16), (1, 2048, 8), (4, 512, 8)]
+        wanted = [(x, min(r, rcap), w, shape.persistent) for x, r, w in looped]
+        if shape.persistent:
+            sizes = ((4096, 8), (8192, 16), (8192, 32), (16384, 16), (2048, 4))
+            persistent = [(max(n // rcap, 1), rcap, w, False) for n, w in sizes]
+            wanted = persistent + [c for c in wanted if c[1] < rcap]
+    configs = []
+    for xblock, rblock, warps, use_looped in wanted:
+        xblock = min(xblock, xcap)
+        elements = xblock * (rblock or 1)
+        config = Config(xblock, rblock, max(1, min(warps, elements // 32)), use_looped)
+        if config not in configs:
+            configs.append(config)
+    return configs
+
+
+class KernelLauncher:
+    """`kernel.run(*args, grid=grid(xnumel))` in the wrapper: picks a configuration, launches."""
+
+    def __init__(self, name: str, fns, source: str, configs: list[Config], device: str):
+        """`fns[looped]`: the kernel (and its `_looped` variant); `device`: the GPU's name."""
+        self.name, self.fns, self.configs = name, fns, configs
+        self.interpreted = device == "interpreter"
+        text = "\n".join([source, repr(configs), device, triton.__version__])
+        self.key = hashlib.sha256(text.encode()).hexdigest()[:32]
+        self.config: Config | None = None
+
+    def run(self, *args, grid):
+        if self.config is None:
+            self.config = self.choose(args, grid)
+        self.launch(self.config, args, grid)
+
+    def launch(self, config: Config, args, grid):
+        with warnings.catch_warnings():
+            # The interpreter's numpy warns about NaN and inf (log(0), 0/0), which are
+            # results here as in torch, also in masked-off lanes that are never stored.
+            warnings.simplefilter("ignore", RuntimeWarning)
+            kernel = self.fns[config.looped]
+            kernel[grid(config.meta)](*args, **config.meta, num_warps=config.num_warps)
+
+    def choose(self, args, grid) -> Config:
+        if self.interpreted or len(self.configs) == 1:
+            # The interpreter runs numpy on the CPU: timing it says nothing about a GPU.
+            return self.configs[0]
+        if self.key in BEST:
+            return BEST[self.key]
+        path = source_dir() / "autotune" / f"{self.key}.json"
+        if path.exists():
+            stats["from_disk"] += 1
+            BEST[self.key] = Config(**json.loads(path.read_text()))
+            return BEST[self.key]
+        timings = {}
+        for config in self.configs:
+            try:
+                timings[config] = triton.testing.do_bench(
+                    lambda config=config: self.launch(config, args, grid), warmup=10, rep=100
+                )
+            except (OutOfResources, PTXASError) as error:  # too big for this GPU: not a candidate
+                log.info("autotune %s: %s does not fit: %s", self.name, config, error)
+        best = min(timings, key=timings.get)
+        report = ", ".join(f"{c}: {t * 1000:.1f} us" for c, t in timings.items())
+        log.info("autotune %s: %s -> %s", self.name, report, best)
+        stats["tuned"] += 1
+        BEST[self.key] = best
+        path.parent.mkdir(parents=True, exist_ok=True)
+        cache.write_atomically(path, json.dumps(dataclasses.asdict(best)).encode())
+        return best

@@ -1,0 +1,470 @@
+"""Triton code generation: the same IR as stage 5, a different table and kernel template.
+
+torch/_inductor/codegen/triton.py is the original. `TritonOverrides` is the op ->
+Triton table (stage 5's `CppOverrides`, for `tl.*`); `TritonKernel` is the handler
+that the IR's `inner_fn`s call while a kernel is written, like `CppKernel`: every op
+becomes one named temporary, identical expressions are emitted once.
+
+What changes is the loop structure. C++ writes `for` loops; a Triton kernel is one
+*program* per block of the outer loop, and works on whole blocks of indices at once:
+
+    xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)     # XBLOCK outer elements
+    xmask = xindex < 67108864                                      # the last block is partial
+
+A kernel with a reduction works on a 2-D block, `XBLOCK` rows by `RBLOCK` reduction
+elements. It is *persistent* when a whole row fits in one block (`RBLOCK >= rnumel`):
+each row is loaded once and stays in registers for every loop of the kernel (softmax's
+max, sum and division all reuse one load). Otherwise each loop of the kernel becomes a
+`for roffset in range(0, rnumel, RBLOCK)` loop that accumulates a block-sized partial
+result and reduces it once at the end; a row read again by a later loop is asked to
+stay in the L2 cache (`eviction_policy`). When a row fits, both variants are written
+and the autotuner picks (autotune.py): neither wins everywhere.
+
+Views and broadcasting are only index math, as in C++: a load's address is the
+affine index of stage 5's IR, written over `xindex` and `rindex` (indexing.py).
+"""
+
+import contextlib
+import dataclasses
+import math
+from typing import ClassVar
+
+import torch
+
+from stage5_inductor_cpp.ir import Index, result_dtype
+from stage5_inductor_cpp.scheduler import FusedKernel, SchedulerNode
+
+from .indexing import index_text
+from .prelude import PRELUDE
+
+# Rows up to LOOPED_ALSO_ABOVE elements get only a persistent kernel (inductor's default
+# threshold); longer ones that still fit get a looped variant too, and the autotuner picks.
+LOOPED_ALSO_ABOVE = 1024
+# A row of up to this many elements can be kept in registers (a persistent reduction):
+# 8192 floats over 256-1024 threads is 8-32 registers each.
+PERSISTENT_RBLOCK_MAX = 8192
+
+
+class TritonUnsupported(Exception):
+    """This kernel cannot be written in Triton (yet): the graph runs in torch instead."""
+
+
+TL_DTYPES = {
+    torch.float32: "tl.float32",
+    torch.float64: "tl.float64",
+    torch.int64: "tl.int64",
+    torch.int32: "tl.int32",
+    torch.bool: "tl.int1",
+}
+FLOAT32_NORMAL = (2.0**-126, float(torch.finfo(torch.float32).max))
+
+
+class TritonOverrides:
+    """How each op of the IR reads in Triton (inductor's `TritonOverrides`)."""
+
+    FORMATS: ClassVar[dict[str, str]] = {
+        "add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "truediv": "{0} / {1}",
+        "neg": "-{0}", "abs": "tl.abs({0})", "reciprocal": "1 / {0}",
+        "sin": "tl.sin({0})", "cos": "tl.cos({0})", "tan": "libdevice.tan({0})",
+        "exp": "tl.exp({0})", "expm1": "libdevice.expm1({0})", "log": "tl.log({0})",
+        "log2": "tl.log2({0})", "log1p": "libdevice.log1p({0})", "sqrt": "libdevice.sqrt({0})",
+        "rsqrt": "libdevice.rsqrt({0})", "tanh": "libdevice.tanh({0})", "erf": "tl.erf({0})",
+        "atan": "libdevice.atan({0})", "atan2": "libdevice.atan2({0}, {1})",
+        "pow": "libdevice.pow({0}, {1})", "sigmoid": "1 / (1 + tl.exp(-{0}))",
+        "relu": "tl.where({0} < 0, 0, {0})", "floor": "tl.floor({0})", "ceil": "tl.ceil({0})",
+        "trunc": "libdevice.trunc({0})", "round": "libdevice.nearbyint({0})",
+        "isnan": "{0} != {0}", "maximum": "maximum({0}, {1})", "minimum": "minimum({0}, {1})",
+        "remainder": "remainder({0}, {1})",
+        "eq": "{0} == {1}", "ne": "{0} != {1}", "lt": "{0} < {1}", "le": "{0} <= {1}",
+        "gt": "{0} > {1}", "ge": "{0} >= {1}", "logical_and": "{0} & {1}",
+        "logical_or": "{0} | {1}", "logical_xor": "{0} != {1}", "logical_not": "{0} == 0",
+        "where": "tl.where({0}, {1}, {2})",
+    }  # fmt: skip
+
+    @staticmethod
+    def tl_dtype(dtype: torch.dtype) -> str:
+        if dtype not in TL_DTYPES:
+            raise TritonUnsupported(f"no Triton type for {dtype}")
+        return TL_DTYPES[dtype]
+
+    @classmethod
+    def constant(cls, value, dtype: torch.dtype, shape: str = "[]") -> str:
+        """A literal where Triton types it as `dtype` exactly; `tl.full` where it would not."""
+        if dtype == torch.bool:
+            return "True" if value else "False"
+        if not dtype.is_floating_point:
+            return str(int(value)) if int(value) >= 0 else f"({int(value)})"
+        value = float(value)
+        if math.isnan(value):
+            return 'float("nan")'
+        if math.isinf(value):
+            return 'float("inf")' if value > 0 else '(-float("inf"))'
+        if dtype == torch.float32:
+            value = torch.tensor(value, dtype=torch.float32).item()  # what torch would use
+        # Triton types a Python float as float32 when it is a normal float32 value: a
+        # float64 constant that float32 cannot hold exactly must name its type.
+        fits = torch.tensor(value, dtype=torch.float32).item() == value
+        normal = value == 0 or FLOAT32_NORMAL[0] <= abs(value) <= FLOAT32_NORMAL[1]
+        if not (fits and normal):
+            return f"tl.full({shape}, {value!r}, {cls.tl_dtype(dtype)})"
+        text = shortest_float32_text(value) if dtype == torch.float32 else repr(value)
+        return f"({text})" if value < 0 else text
+
+    @classmethod
+    def to_dtype(cls, x, dtype: torch.dtype) -> str:
+        return f"{x}.to({cls.tl_dtype(dtype)})"
+
+    @classmethod
+    def format(cls, op: str, *args) -> str:
+        return cls.FORMATS[op].format(*args)
+
+
+def shortest_float32_text(value: float) -> str:
+    """`1e-05` rather than `9.999999747378752e-06`: the shortest text of the same float32."""
+    for digits in range(1, 10):
+        text = repr(float(f"{value:.{digits}g}"))
+        if torch.tensor(float(text), dtype=torch.float32).item() == value:
+            return text
+    return repr(value)
+
+
+class Value(str):
+    """A Triton expression (usually a temporary's name), its dtype, and its block shape.
+
+    `dims` says which block axes the value varies along: {"x"} is `[XBLOCK, 1]`, {"x", "r"}
+    is `[XBLOCK, RBLOCK]`, {} a scalar. A store needs a pointer at least that wide.
+    """
+
+    def __new__(cls, text, dtype, dims=frozenset(), literal=None):
+        value = super().__new__(cls, text)
+        value.dtype, value.dims, value.literal = dtype, frozenset(dims), literal
+        return value
+
+
+# reduction type -> (combine function for two partial results, start value, dtype it runs in)
+# `None` as dtype: the source dtype. any/all reduce 0/1 integers, as stage 5's C++ does.
+REDUCTIONS = {
+    "sum": ("add", 0, None),
+    "prod": ("multiply", 1, None),
+    "max": ("maximum", "lowest", None),
+    "min": ("minimum", "highest", None),
+    "any": ("maximum", 0, torch.int32),
+    "all": ("minimum", 1, torch.int32),
+    # (value, index) pairs: the start value's index must lose every tie
+    "argmax": ("argmax_combine", "lowest", None),
+    "argmin": ("argmin_combine", "highest", None),
+}
+NO_INDEX = 2**31 - 1
+
+
+def start_value(which, dtype: torch.dtype):
+    if which == "lowest":
+        return -math.inf if dtype.is_floating_point else torch.iinfo(dtype).min
+    if which == "highest":
+        return math.inf if dtype.is_floating_point else torch.iinfo(dtype).max
+    return which
+
+
+@dataclasses.dataclass
+class KernelShape:
+    """What the launcher needs to know: the flat outer size, and the reduction's row size."""
+
+    xnumel: int
+    rnumel: int | None  # None: a pointwise kernel (1-D blocks)
+    persistent: bool  # this variant keeps whole rows in registers
+
+
+class TritonKernel:
+    """Writes one `FusedKernel` as a `@triton.jit` function; the ops handler while it runs."""
+
+    overrides = TritonOverrides
+
+    def __init__(self, kernel: FusedKernel, dtypes: dict[str, torch.dtype], looped=False):
+        """`looped=True` writes reduction loops even where a whole row would fit."""
+        self.kernel = kernel
+        self.name = kernel.name + ("_looped" if looped else "")
+        self.dtypes = dtypes  # buffer name -> dtype
+        self.n = len(kernel.outer)
+        self.args: dict[str, str] = {}  # buffer name -> "in" | "out", in order of first use
+        self.scopes: list[dict] = [{}]  # per block of code: expression or buffer -> Value
+        self.lines: list[str] = []
+        self.stored: set[str] = set()
+        self.count = 0
+        self.max_address = 0
+        # The inner ranges of the kernel's loops: every reduction's, and pointwise ones if any.
+        inner = {
+            tuple(node.inner_ranges(self.n))
+            for node in kernel.nodes
+            if node.is_reduction or node.inner_ranges(self.n)
+        }
+        self.rsizes: tuple[int, ...] = ()  # the inner ranges of the loop being written
+        rnumel = max((math.prod(r) for r in inner), default=None)
+        persistent = rnumel is not None and len(inner) == 1
+        persistent = persistent and triton_next_power_of_2(rnumel) <= PERSISTENT_RBLOCK_MAX
+        self.shape = KernelShape(math.prod(kernel.outer), rnumel, persistent and not looped)
+        self.loops = kernel.loops()
+        self.later_reads: set[str] = set()  # what the loops after the current one load
+
+    def block_shape(self, dims) -> str:
+        """The shape of a value that varies along `dims`: `[XBLOCK]`, `[XBLOCK, 1]`, ..."""
+        if self.shape.rnumel is None:
+            return "[XBLOCK]"
+        return f"[{'XBLOCK' if 'x' in dims else 1}, {'RBLOCK' if 'r' in dims else 1}]"
+
+    def mask(self, dims) -> str | None:
+        masks = [f"{axis}mask" for axis in ("r", "x") if axis in dims]
+        return " & ".join(masks) or None
+
+    # ------------------------------------------------------------------ the ops handler
+
+    def emit(self, expr: str, dtype, dims) -> Value:
+        for scope in reversed(self.scopes):
+            if expr in scope:
+                return scope[expr]
+        name = Value(f"tmp{self.count}", dtype, dims)
+        self.count += 1
+        self.lines.append(f"{name} = {expr}")
+        self.scopes[-1][expr] = name
+        return name
+
+    def load(self, name: str, index: Index) -> Value:
+        for scope in reversed(self.scopes):
+            if ("local", name) in scope:
+                return scope[("local", name)]
+        if name not in self.dtypes:
+            raise TritonUnsupported(f"load of unknown buffer {name}")
+        self.args.setdefault(name, "in")
+        text, dims = self.address(index)
+        mask = self.mask(dims)
+        hint = ""
+        if "r" in dims and "x" not in dims and self.shape.xnumel > 1:
+            # Every program reads these (a layer_norm's weight): keep them in L2.
+            hint = ", eviction_policy='evict_last'"
+        elif self.rsizes and self.shape.rnumel is not None and not self.shape.persistent:
+            # Keep in L2 what a later loop reads again; let the rest go first (as inductor).
+            keep = name in self.later_reads
+            hint = f", eviction_policy='{'evict_last' if keep else 'evict_first'}'"
+        expr = f"tl.load({name} + ({text}){', ' + mask if mask else ''}{hint})"
+        if not dims:  # one element for every lane: a block, as inductor does
+            expr, dims = f"tl.broadcast_to({expr}, {self.block_shape({'x'})})", {"x"}
+        return self.emit(expr, self.dtypes[name], dims)
+
+    def constant(self, value, dtype) -> Value:
+        text = self.overrides.constant(value, dtype, self.block_shape({"x"}))
+        if text.startswith("tl.full("):
+            return self.emit(text, dtype, {"x"})
+        return Value(text, dtype, literal=value)
+
+    def to_dtype(self, x: Value, dtype) -> Value:
+        if x.dtype == dtype:
+            return x
+        if x.literal is not None and math.isfinite(x.literal):
+            return self.constant(torch.tensor(x.literal, dtype=x.dtype).to(dtype).item(), dtype)
+        if x.literal is not None:
+            x = self.as_tensor(x)
+        return self.emit(self.overrides.to_dtype(x, dtype), dtype, x.dims)
+
+    def index_expr(self, index: Index, dtype) -> Value:
+        text, dims = self.address(index)
+        if not dims:
+            return self.constant(index.offset, dtype)
+        return self.emit(f"({text}).to({self.overrides.tl_dtype(dtype)})", dtype, dims)
+
+    def address(self, index: Index) -> tuple[str, frozenset]:
+        """`index_text` of `index`, remembering the largest address (for int32 or int64)."""
+        sizes = dict(zip([f"x{d}" for d in range(self.n)], self.kernel.outer, strict=True))
+        sizes.update({f"r{d}": size for d, size in enumerate(self.rsizes)})
+        reach = sum(abs(coef) * (sizes.get(name, 1) - 1) for name, coef in index.terms)
+        self.max_address = max(self.max_address, reach + abs(index.offset))
+        return index_text(index, self.kernel.outer, self.rsizes)
+
+    def __getattr__(self, op: str):
+        if op.startswith("__"):  # copy, pickle and friends probe for these
+            raise AttributeError(op)
+        if op not in self.overrides.FORMATS:
+            raise TritonUnsupported(f"no Triton translation of ops.{op}")
+
+        def write(*args):
+            if "libdevice." in self.overrides.FORMATS[op]:  # libdevice takes no Python numbers
+                args = [self.as_tensor(a) for a in args]
+            dims = frozenset().union(*[a.dims for a in args])
+            return self.emit(self.overrides.format(op, *args), result_dtype(op, args), dims)
+
+        return write
+
+    def as_tensor(self, value: Value) -> Value:
+        """A Python number as a block (the interpreter mishandles 0-d tensors next to blocks)."""
+        if value.literal is None:
+            return value
+        tl_dtype = self.overrides.tl_dtype(value.dtype)
+        return self.emit(
+            f"tl.full({self.block_shape({'x'})}, {value}, {tl_dtype})", value.dtype, {"x"}
+        )
+
+    # ------------------------------------------------------------------ structure
+
+    def define(self, node: SchedulerNode, value: Value):
+        """Make `node`'s value visible to later loads, and store it unless it stays local."""
+        value = self.to_dtype(value, node.buffer.layout.dtype)
+        self.scopes[-1][("local", node.name)] = value
+        if node.name in self.kernel.local:
+            return
+        self.args[node.name] = "out"
+        self.stored.add(node.name)
+        text, dims = self.address(node.store_index(self.n))
+        pointer = f"{node.name} + ({text})"
+        if not value.dims <= dims:  # the value is wider than its addresses: widen them
+            dims = dims | value.dims
+            pointer = f"tl.broadcast_to({pointer}, {self.block_shape(dims)})"
+        mask = self.mask(dims)
+        self.lines.append(f"tl.store({pointer}, {value}{', ' + mask if mask else ''})")
+
+    def reduction_input(self, node: SchedulerNode) -> tuple[Value, str, str, object, torch.dtype]:
+        """The value to fold (masked lanes hold the start value), and how to fold it."""
+        data = node.buffer.data
+        if data.reduction_type not in REDUCTIONS:
+            raise TritonUnsupported(f"{data.reduction_type} reductions")
+        combine, start, dtype = REDUCTIONS[data.reduction_type]
+        if data.reduction_type in ("argmax", "argmin") and data.src_dtype == torch.bool:
+            dtype = torch.int32
+        dtype = dtype or (torch.int32 if data.src_dtype == torch.bool else data.src_dtype)
+        value = node.call_inner_fn(self, self.n)
+        if data.reduction_type in ("any", "all"):
+            value = self.emit(f"{value} != 0", torch.bool, value.dims)
+        value = self.to_dtype(value, dtype)
+        start = self.overrides.constant(start_value(start, dtype), dtype)
+        return value, combine, start, dtype
+
+    @staticmethod
+    def fold(combine: str, block: str) -> str:
+        """Reduce a block along its reduction axis, keeping it 2-D (`[XBLOCK, 1]`).
+
+        `tl.reduce` with our own `add` rather than `tl.sum`: see runtime.py for why
+        the interpreter cannot call Triton's library functions.
+        """
+        return f"tl.reduce({block}, 1, {combine})[:, None]"
+
+    def persistent_reduction(self, node: SchedulerNode):
+        value, combine, start, dtype = self.reduction_input(node)
+        value = self.as_tensor(value)
+        masked = self.emit(f"tl.where(rmask & xmask, {value}, {start})", dtype, {"x", "r"})
+        if combine.startswith("arg"):  # masked lanes come after every real one: they lose ties
+            index = self.emit("tl.broadcast_to(rindex, [XBLOCK, RBLOCK])", torch.int32, {"x", "r"})
+            pair = self.emit(f"tl.reduce(({masked}, {index}), 1, {combine})", dtype, {"x"})
+            self.define(node, self.emit(f"{pair}[1][:, None]", torch.int32, {"x"}))
+            return
+        self.define(node, self.emit(self.fold(combine, masked), dtype, {"x"}))
+
+    def looped_reduction(self, node: SchedulerNode):
+        """`acc` holds RBLOCK partial results per row; they are combined once after the loop."""
+        acc = f"acc_{node.name}"
+        header = len(self.lines)
+        self.lines.append("")  # the accumulator's initialisation, once its dtype is known
+        with self.reduction_loop():
+            value, combine, start, dtype = self.reduction_input(node)
+            if combine.startswith("arg"):
+                self.lines += [
+                    f"{acc}_next, {acc}_index_next = "
+                    f"{combine}({acc}, {acc}_index, {value}, rindex)",
+                    f"{acc} = tl.where(rmask & xmask, {acc}_next, {acc})",
+                    f"{acc}_index = tl.where(rmask & xmask, {acc}_index_next, {acc}_index)",
+                ]
+            else:
+                update = f"{acc} + {value}" if combine == "add" else f"{combine}({acc}, {value})"
+                self.lines.append(f"{acc} = tl.where(rmask & xmask, {update}, {acc})")
+        init = [f"{acc} = tl.full([XBLOCK, RBLOCK], {start}, {self.overrides.tl_dtype(dtype)})"]
+        if combine.startswith("arg"):
+            init.append(f"{acc}_index = tl.full([XBLOCK, RBLOCK], {NO_INDEX}, tl.int32)")
+        self.lines[header : header + 1] = init
+        if combine.startswith("arg"):
+            pair = self.emit(f"tl.reduce(({acc}, {acc}_index), 1, {combine})", dtype, {"x"})
+            self.define(node, self.emit(f"{pair}[1][:, None]", torch.int32, {"x"}))
+            return
+        self.define(node, self.emit(self.fold(combine, acc), dtype, {"x"}))
+
+    @contextlib.contextmanager
+    def reduction_loop(self):
+        """`for roffset in range(...)`: its body is indented, its temporaries are its own."""
+        rnumel = math.prod(self.rsizes)
+        self.lines.append(f"for roffset in range(0, {rnumel}, RBLOCK):")
+        outer_lines, self.lines = (
+            self.lines,
+            ["rindex = roffset + rbase", f"rmask = rindex < {rnumel}"],
+        )
+        self.scopes.append({})
+        try:
+            yield
+        finally:
+            self.scopes.pop()
+            body, self.lines = self.lines, outer_lines
+            self.lines += ["    " + line for line in body]
+
+    def write_loop(self, loop: list[SchedulerNode]):
+        self.rsizes = tuple(loop[0].inner_ranges(self.n))
+        if self.shape.rnumel is not None and self.rsizes and self.reads_stored(loop):
+            # Another thread of this program may have stored what this loop loads.
+            self.lines.append("tl.debug_barrier()")
+        if loop[0].is_reduction:
+            if self.shape.persistent:
+                self.persistent_reduction(loop[0])
+            else:
+                self.looped_reduction(loop[0])
+        elif self.rsizes and not self.shape.persistent:
+            with self.reduction_loop():
+                for node in loop:
+                    self.define(node, node.call_inner_fn(self, self.n))
+        else:
+            for node in loop:
+                self.define(node, node.call_inner_fn(self, self.n))
+        self.rsizes = ()
+
+    def reads_stored(self, loop) -> bool:
+        in_registers = set().union(
+            *[{k[1] for k in s if isinstance(k, tuple)} for s in self.scopes]
+        )
+        return any((node.reads() & self.stored) - in_registers for node in loop)
+
+    def generate(self) -> str:
+        shape = self.shape
+        two_d = shape.rnumel is not None
+        for i, loop in enumerate(self.loops):
+            self.later_reads = set().union(
+                *[n.reads() for later in self.loops[i + 1 :] for n in later]
+            )
+            self.write_loop(loop)
+        # int32 addresses overflow past 2**31 elements (a last block reaches a bit beyond).
+        wide = max(self.max_address, shape.xnumel * (shape.rnumel or 1)) + 2**16 >= 2**31
+        pid = "tl.program_id(0).to(tl.int64)" if wide else "tl.program_id(0)"
+        header = [
+            f"xoffset = {pid} * XBLOCK",
+            f"xindex = xoffset + tl.arange(0, XBLOCK){'[:, None]' if two_d else ''}",
+            f"xmask = xindex < {shape.xnumel}",
+        ]
+        if two_d and shape.persistent:
+            header += ["rindex = tl.arange(0, RBLOCK)[None, :]", f"rmask = rindex < {shape.rnumel}"]
+        elif two_d:
+            header.append("rbase = tl.arange(0, RBLOCK)[None, :]")
+        params = [*self.args, "XBLOCK: tl.constexpr"] + (["RBLOCK: tl.constexpr"] if two_d else [])
+        signature = f"def {self.name}({', '.join(params)}):"
+        lines = [*header, *self.lines]
+        self.source = "\n".join(["@triton.jit", signature, *["    " + line for line in lines]])
+        return self.source
+
+
+def triton_next_power_of_2(n: int) -> int:
+    """Block sizes are powers of two; an empty row still needs a block of one (unlike
+    `triton.next_power_of_2(0)`, which is 0)."""
+    return 1 if n <= 1 else 2 ** math.ceil(math.log2(n))
+
+
+def variants(kernel: FusedKernel, dtypes) -> list[TritonKernel]:
+    """The kernel's writers: one, or the persistent one and a looped one when a row fits."""
+    first = TritonKernel(kernel, dtypes)
+    if not first.shape.persistent or first.shape.rnumel <= LOOPED_ALSO_ABOVE:
+        return [first]
+    return [first, TritonKernel(kernel, dtypes, looped=True)]
+
+
+def generate_source(writers: list[TritonKernel]) -> str:
+    """One Python module for the whole graph: the helpers, then every kernel."""
+    return "\n\n\n".join([PRELUDE.rstrip("\n"), *[w.generate() for w in writers]]) + "\n"

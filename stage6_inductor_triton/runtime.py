@@ -1,0 +1,99 @@
+"""From generated source to kernels that run: on the GPU, or on the CPU under the interpreter.
+
+`@triton.jit` reads the function's source with `inspect` (it compiles the Python
+syntax tree, not the bytecode), so generated code must live in a real file: we write
+it to the cache directory and import it (inductor's PyCodeCache does the same). The
+file is named by a hash of its text, so a second process imports the same file, and
+Triton's own cache (`~/.triton/cache`) finds the compiled GPU binaries.
+
+CPU tensors run under Triton's interpreter, which executes the kernel's Python with
+numpy arrays standing in for blocks. Whether a function runs interpreted is decided
+*when `@triton.jit` decorates it*: triton/runtime/jit.py does
+`if knobs.runtime.interpret: return InterpretedFunction(fn)`. So we import the module
+for CPU tensors under a `triton.knobs.runtime.scope()` that sets the knob, and nowhere
+else. Setting `TRITON_INTERPRET=1` for the whole process before importing triton
+would also work, but would turn every Triton kernel of the process, the user's and
+those for CUDA tensors, into interpreted ones.
+
+The knob has a second, hidden reach: Triton's own library functions (`tl.sum`,
+`tl.max`, `tl.zeros`, ...) are themselves `@triton.jit` functions, decorated once when
+triton is imported; an interpreted kernel that calls them fails with "Cannot call
+@triton.jit'd outside of the scope of a kernel" unless `TRITON_INTERPRET=1` was set
+before that import. So the kernels call only Triton's builtins (`tl.load`,
+`tl.reduce`, `tl.where`, ...) and the prelude's helpers, which are decorated with
+the module and so take its mode.
+
+The interpreter has no libdevice (its `extern_elementwise` raises), so interpreted
+modules get `INTERPRETER_LIBDEVICE`: the few libdevice functions our table uses, done
+by torch on the interpreter's arrays.
+"""
+
+import functools
+import hashlib
+import importlib.util
+import sys
+import types
+
+import torch
+import triton
+import triton.language as tl
+from triton.runtime.interpreter import TensorHandle
+
+from stage5_inductor_cpp import cache
+
+
+def source_dir():
+    return cache.cache_dir() / "triton"
+
+
+def source_path(source: str):
+    key = hashlib.sha256(source.encode()).hexdigest()[:32]
+    return source_dir() / f"{key}.py", key
+
+
+@functools.cache
+def load_module(source: str, interpreted: bool) -> types.ModuleType:
+    """Import `source` (written to the cache directory once); interpreted for CPU tensors."""
+    path, key = source_path(source)
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        cache.write_atomically(path, source.encode())
+    name = f"minidynamo_triton_{key}{'_interpreted' if interpreted else ''}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # inspect.getsource finds the file through the module
+    with triton.knobs.runtime.scope():
+        triton.knobs.runtime.interpret = interpreted
+        spec.loader.exec_module(module)
+    if interpreted:
+        module.libdevice = INTERPRETER_LIBDEVICE
+    return module
+
+
+def _torch_elementwise(fn):
+    """A libdevice function for the interpreter: torch's `fn` on the arrays inside the blocks."""
+
+    def apply(*args):
+        like = next(a for a in args if isinstance(a, tl.core.tensor))
+        dtype = torch.as_tensor(like.handle.data).dtype
+        tensors = [
+            torch.as_tensor(a.handle.data)
+            if isinstance(a, tl.core.tensor)
+            else torch.tensor(a, dtype=dtype)
+            for a in args
+        ]
+        result = fn(*tensors).to(dtype).numpy()
+        return tl.core.tensor(TensorHandle(result, like.handle.dtype.scalar), like.type)
+
+    return apply
+
+
+# torch's twin of every `libdevice.<name>` in `TritonOverrides` and the prelude (a test checks).
+TORCH_LIBDEVICE = types.SimpleNamespace(
+    tan=torch.tan, tanh=torch.tanh, atan=torch.atan, atan2=torch.atan2, pow=torch.pow,
+    log1p=torch.log1p, expm1=torch.expm1, trunc=torch.trunc, nearbyint=torch.round,
+    fmod=torch.fmod, sqrt=torch.sqrt, rsqrt=torch.rsqrt,
+)  # fmt: skip
+INTERPRETER_LIBDEVICE = types.SimpleNamespace(
+    **{name: _torch_elementwise(fn) for name, fn in vars(TORCH_LIBDEVICE).items()}
+)

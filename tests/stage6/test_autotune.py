@@ -1,0 +1,75 @@
+"""Autotuning: the configurations tried, the winner cached in memory and on disk."""
+
+import pytest
+
+from stage6_inductor_triton import autotune
+from stage6_inductor_triton.autotune import Config, KernelLauncher, configs_for, grid
+from stage6_inductor_triton.codegen_triton import KernelShape
+
+
+def test_configurations_fit_the_kernel():
+    assert configs_for(KernelShape(2**26, None, False))[0] == Config(1024, None, 4)
+    assert {c.XBLOCK for c in configs_for(KernelShape(10, None, False))} == {16}
+    both = configs_for(KernelShape(8192, 8192, True))
+    assert all(c.RBLOCK == 8192 and c.XBLOCK <= 2 for c in both if not c.looped)
+    assert all(c.RBLOCK < 8192 for c in both if c.looped) and not both[0].looped
+    assert all(c.RBLOCK == 128 for c in configs_for(KernelShape(1000, 100, True)))
+    looped = configs_for(KernelShape(4, 10**6, False))  # the kernel itself loops
+    assert all(c.RBLOCK < 10**6 and c.XBLOCK <= 4 and not c.looped for c in looped)
+
+
+def test_grid_has_one_program_per_block():
+    assert grid(1000)({"XBLOCK": 256}) == (4,)
+
+
+class FakeKernel:
+    """Records launches; `fn[grid](*args, XBLOCK=..., num_warps=...)` as Triton's."""
+
+    def __init__(self):
+        self.launches = []
+
+    def __getitem__(self, grid):
+        return lambda *args, **meta: self.launches.append((grid, meta))
+
+
+@pytest.fixture
+def fake_timer(monkeypatch):
+    """do_bench that reports XBLOCK=2048 as the fastest, and counts its calls."""
+    calls = []
+
+    def do_bench(fn, **kwargs):
+        fn()
+        calls.append(1)
+        return 1.0 if kernel.launches[-1][1]["XBLOCK"] == 2048 else 2.0
+
+    kernel = FakeKernel()
+    monkeypatch.setattr(autotune.triton.testing, "do_bench", do_bench)
+    monkeypatch.setattr(autotune, "BEST", {})
+    return kernel, calls
+
+
+def test_tunes_once_then_remembers_in_memory_and_on_disk(fake_timer):
+    kernel, calls = fake_timer
+    configs = configs_for(KernelShape(2**20, None, False))
+    launcher = KernelLauncher("k", {False: kernel}, "source", configs, "Some GPU")
+    launcher.run("a", "b", grid=grid(2**20))
+    assert launcher.config.XBLOCK == 2048 and len(calls) == len(configs)
+    assert kernel.launches[-1] == ((512,), {"XBLOCK": 2048, "num_warps": 8})
+    again = KernelLauncher("k", {False: kernel}, "source", configs, "Some GPU")
+    again.run("a", "b", grid=grid(2**20))
+    assert len(calls) == len(configs)  # the memory cache answered
+    autotune.BEST.clear()
+    before = autotune.stats["from_disk"]
+    KernelLauncher("k", {False: kernel}, "source", configs, "Some GPU").run("a", grid=grid(2**20))
+    assert autotune.stats["from_disk"] == before + 1 and len(calls) == len(configs)
+    other_gpu = KernelLauncher("k", {False: kernel}, "source", configs, "Another GPU")
+    other_gpu.run("a", grid=grid(2**20))
+    assert len(calls) == 2 * len(configs)  # another GPU tunes again
+
+
+def test_the_interpreter_takes_the_first_configuration(fake_timer):
+    kernel, calls = fake_timer
+    configs = configs_for(KernelShape(2**20, None, False))
+    launcher = KernelLauncher("k", {False: kernel}, "source", configs, "interpreter")
+    launcher.run("a", grid=grid(2**20))
+    assert launcher.config == configs[0] and not calls

@@ -1,0 +1,150 @@
+"""What the Triton code looks like: names, blocks and masks, index math, constants, fallbacks."""
+
+import re
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from stage5_inductor_cpp.ir import Index
+from stage6_inductor_triton import TritonUnsupported
+from stage6_inductor_triton.codegen_triton import TritonOverrides
+from stage6_inductor_triton.indexing import index_text
+from stage6_inductor_triton.prelude import PRELUDE
+from stage6_inductor_triton.runtime import INTERPRETER_LIBDEVICE
+from tests.oracle import assert_same_as_eager
+from tests.stage6.helpers import DEVICES, check_traced
+
+
+def chain(a, b):
+    return torch.relu(torch.sin(a) * torch.cos(b) + a * 0.5 - b)
+
+
+def test_pointwise_chain_is_one_kernel_over_a_flat_index():
+    compiled = check_traced(chain, torch.randn(1000), torch.randn(1000))
+    code = compiled.code
+    assert compiled.last.kernel_names == ["triton_fused_sin_cos_mul_add_sub_relu_0"]
+    assert "triton_fused_sin_cos_mul_add_sub_relu_0.run(arg0, arg1, buf0, grid=grid(1000))" in code
+    assert "xindex = xoffset + tl.arange(0, XBLOCK)" in code
+    assert "tl.load(arg0 + (xindex), xmask)" in code  # contiguous: vector loads on a GPU
+    assert "tl.store(buf0 + (xindex), tmp8, xmask)" in code
+
+
+def test_small_rows_are_persistent_long_rows_loop():
+    short = check_traced(lambda a: a.softmax(-1), torch.randn(5, 100)).code
+    assert "rindex = tl.arange(0, RBLOCK)[None, :]" in short and "for roffset" not in short
+    assert short.count("tl.load(") == 1  # the row is loaded once, used by all three loops
+    long = check_traced(lambda a: a.softmax(-1), torch.randn(2, 9000)).code
+    assert long.count("for roffset in range(0, 9000, RBLOCK):") == 3
+    assert "eviction_policy='evict_last'" in long  # read again by a later loop: keep in L2
+    both = check_traced(lambda a: a.softmax(-1), torch.randn(2, 2000)).code
+    assert "_0(" in both and "_0_looped(" in both  # the autotuner picks one
+
+
+def test_views_are_index_math():
+    code = check_traced(lambda a: a.t() + a[0], torch.randn(6, 6)).code
+    assert "tl.load(arg0 + (6*(xindex % 6) + (xindex // 6)), xmask)" in code
+    assert "tl.load(arg0 + ((xindex % 6)), xmask)" in code
+
+
+@pytest.mark.parametrize(
+    "terms, xsizes, rsizes, expected",
+    [
+        ({"x0": 64, "x1": 1}, (8, 64), (), "xindex"),
+        ({"x0": 1, "x1": 8}, (8, 64), (), "8*(xindex % 64) + (xindex // 64)"),
+        ({"x1": 1}, (8, 64), (), "(xindex % 64)"),
+        ({"x0": 640, "x1": 1}, (8, 64), (), "(xindex % 64) + 640*(xindex // 64)"),
+        ({"x0": 12, "x1": 4, "x2": 1}, (5, 3, 4), (), "xindex"),
+        ({"x0": 4, "x2": 1}, (5, 1, 4), (), "xindex"),
+        ({"x0": 8192, "r0": 1}, (8192,), (8192,), "rindex + 8192*xindex"),
+        ({"x0": 1, "r0": 3}, (3,), (7,), "3*rindex + xindex"),
+        ({"x1": 1}, (2, 3, 4), (), "((xindex // 4) % 3)"),
+    ],
+)
+def test_index_text(terms, xsizes, rsizes, expected):
+    index = Index(tuple(sorted(terms.items())))
+    assert index_text(index, xsizes, rsizes)[0] == expected
+
+
+@pytest.mark.parametrize(
+    "value, dtype, expected",
+    [
+        (0.5, torch.float32, "0.5"),
+        (1e-5, torch.float32, "1e-05"),
+        (0.1, torch.float64, "tl.full([], 0.1, tl.float64)"),
+        (0.5, torch.float64, "0.5"),
+        (-2.0, torch.float32, "(-2.0)"),
+        (float("nan"), torch.float32, 'float("nan")'),
+        (float("-inf"), torch.float64, '(-float("inf"))'),
+        (1e-40, torch.float64, "tl.full([], 1e-40, tl.float64)"),
+        (3.7, torch.int64, "3"),
+        (1, torch.bool, "True"),
+    ],
+)
+def test_constants_keep_their_dtype(value, dtype, expected):
+    assert TritonOverrides.constant(value, dtype) == expected
+
+
+def test_interpreter_has_every_libdevice_function_we_use():
+    texts = [*TritonOverrides.FORMATS.values(), PRELUDE]
+    used = {name for text in texts for name in re.findall(r"libdevice\.(\w+)", text)}
+    assert used <= set(vars(INTERPRETER_LIBDEVICE))
+
+
+def test_float64_constants_are_exact():
+    check_traced(lambda a: a * 0.1 + 1e-300, torch.randn(10, dtype=torch.float64), rtol=0, atol=0)
+
+
+def test_unknown_op_is_named():
+    from stage5_inductor_cpp.scheduler import FusedKernel
+    from stage6_inductor_triton.codegen_triton import TritonKernel
+
+    kernel = TritonKernel(FusedKernel((4,), []), {})
+    with pytest.raises(TritonUnsupported, match=r"ops\.bessel"):
+        kernel.bessel()
+
+
+def test_layer_norm_reads_its_input_once():
+    compiled = check_traced(
+        lambda a, w, b: F.layer_norm(a, (64,), w, b),
+        torch.randn(4, 64),
+        torch.randn(64),
+        torch.randn(64),
+    )
+    assert compiled.code.count("tl.load(arg0") == 1
+
+
+def test_mutation_runs_in_torch():
+    def fn(a):
+        a.add_(1)
+        return a * 2
+
+    compiled = torch.fx.symbolic_trace(fn)
+    from stage6_inductor_triton import compile_fx
+
+    out = compile_fx(compiled, [torch.ones(3)])(torch.ones(3))
+    torch.testing.assert_close(out, torch.full((3,), 4.0))
+
+
+def test_the_module_is_written_once_to_the_cache(kernel_cache):
+    first = check_traced(chain, torch.randn(100), torch.randn(100)).last.module_path
+    second = check_traced(chain, torch.randn(100), torch.randn(100)).last.module_path
+    assert first == second and first.parent == kernel_cache / "triton" and first.exists()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_compile_picks_triton_for_cuda_and_cpp_for_cpu(device):
+    import stage4_fx
+    import stage6_inductor_triton
+
+    compiled = []
+
+    def spy(gm, example_inputs):
+        compiled.append(stage6_inductor_triton.inductor(gm, example_inputs))
+        return compiled[-1]
+
+    a, b = torch.randn(100, device=device), torch.randn(100, device=device)
+    assert_same_as_eager(stage4_fx.compile(chain, backend=spy), chain, a, b)
+    kind = "triton_fused" if device == "cuda" else "cpp_fused"
+    assert compiled and compiled[0].last.kernel_names[0].startswith(kind)
+    assert_same_as_eager(stage6_inductor_triton.compile(chain), chain, a, b)

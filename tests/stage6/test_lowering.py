@@ -1,0 +1,89 @@
+"""Stage 5's lowering cases, compiled to Triton: every op, reduction and view equals eager."""
+
+import pytest
+import torch
+
+from tests.stage5.test_lowering import EXTERNS, POINTWISE, REDUCTIONS, VIEWS, ints, specials, x
+from tests.stage6.helpers import DEVICES, check_traced
+
+pytestmark = pytest.mark.parametrize("device", DEVICES)
+
+
+def uses_cpu_constant(fn):
+    """Cases that use stage 5's CPU tensor `v`, or make a CPU tensor, only run on the CPU."""
+    code = getattr(fn, "__code__", None)
+    return code is not None and bool({"v", "arange", "ones", "tensor"} & set(code.co_names))
+
+
+def skip_unless_cpu(fn, device):
+    if device != "cpu" and uses_cpu_constant(fn):
+        pytest.skip("uses a CPU tensor: eager and ours both raise")
+
+
+@pytest.mark.parametrize("name", POINTWISE)
+def test_pointwise(name, device):
+    skip_unless_cpu(POINTWISE[name], device)
+    check_traced(POINTWISE[name], x, device=device)
+
+
+@pytest.mark.parametrize("name", ["sin", "relu", "maximum", "where", "div", "isnan", "clamp"])
+def test_pointwise_nan_inf(name, device):
+    if name == "isnan":
+        pytest.xfail("stage 5 lowers isnan(x) as isnan(bool(x))")
+    skip_unless_cpu(POINTWISE[name], device)
+    fn = POINTWISE[name]
+    check_traced(lambda a: fn(a.repeat(1, 3)[:, :8]), specials, device=device)
+
+
+@pytest.mark.parametrize("name", REDUCTIONS)
+def test_reduction(name, device):
+    skip_unless_cpu(REDUCTIONS[name], device)
+    check_traced(REDUCTIONS[name], x, device=device)
+
+
+@pytest.mark.parametrize("name", ["amax", "max", "argmax", "softmax", "sum", "argmin", "min"])
+def test_reduction_nan_inf(name, device):
+    check_traced(REDUCTIONS[name], specials, device=device)
+
+
+@pytest.mark.parametrize("name", VIEWS)
+def test_view(name, device):
+    skip_unless_cpu(VIEWS[name], device)
+    check_traced(VIEWS[name], x, device=device)
+
+
+@pytest.mark.parametrize("name", EXTERNS)
+def test_extern(name, device):
+    skip_unless_cpu(EXTERNS[name], device)
+    check_traced(EXTERNS[name], x, device=device)
+
+
+@pytest.mark.parametrize("name", ["sin", "int_promotion", "bool_sum", "to_int"])
+def test_integer_inputs(name, device):
+    skip_unless_cpu(POINTWISE[name], device)
+    check_traced(POINTWISE[name], ints, device=device)
+
+
+@pytest.mark.parametrize(
+    "fn, args",
+    [
+        (lambda a: a.sum() * 2, [torch.tensor(3.0)]),
+        (lambda a: a.softmax(0), [torch.tensor(3.0)]),
+        (lambda a: a.sum(0) + 1, [torch.randn(0, 3)]),
+        (lambda a: a.mean(1), [torch.randn(0, 3)]),
+        (lambda a: a.sin() * 2, [torch.randn(3, 0)]),
+        (lambda a, b: a * b, [torch.randn(4, 1), torch.tensor(2.0, dtype=torch.float64)]),
+        (lambda a, b: a + b, [torch.randn(5, 3).t(), torch.randn(3, 5)[:, ::1]]),
+        (lambda a, b: a + b, [torch.randn(10, 6)[::2, 1::2], torch.randn(3)]),
+        (lambda a, b: (a * b).sum(1), [torch.randn(2, 3, dtype=torch.float64), torch.randn(3)]),
+        (lambda a, n: a * n, [torch.randn(4), 3]),
+        (lambda a: (a * 0.1).sum(1), [torch.randn(3, 5, dtype=torch.float64)]),
+        (lambda a: a.softmax(-1), [torch.randn(3, 10000)]),
+        (lambda a: (a.exp() + 1).sum(0), [torch.randn(33, 5)]),
+        (lambda a: (a * 0.3).bool() & (a > -1), [torch.randn(4, 5)]),
+        (lambda a: a.sum(0) + a.argmax(0), [torch.randn(3, 200)]),
+        (lambda a: a.argmin(1), [torch.randn(2, 9000)]),
+    ],
+)
+def test_shapes_strides_dtypes(fn, args, device):
+    check_traced(fn, *args, device=device)
