@@ -76,6 +76,14 @@ class Variable:
         """The items, for iteration, unpacking and `*args`."""
         raise Unsupported("unsupported_value", f"cannot iterate over {self}")
 
+    def next_item(self) -> "Variable | None":
+        """The next item of an iterator (None when exhausted); only iterators answer."""
+        raise Unsupported(
+            "unsupported_value",
+            f"cannot step {self} as an iterator: an iterator the function received keeps "
+            "its position outside the trace",
+        )
+
     def truth(self, tx) -> bool:
         raise Unsupported("unsupported_value", f"cannot test the truth of {self}")
 

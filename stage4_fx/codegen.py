@@ -1,0 +1,261 @@
+"""Bytecode that rebuilds Python values: the graph's results, the stack, the locals.
+
+After the compiled graph runs, the new code must hand back Python values
+exactly as the original frame had them: the function's result, or at a graph
+break every value on the stack and in the live locals. Each symbolic value of
+stage 2 says how it can be rebuilt (`Variable.reconstruct_kind()`); this file
+turns that answer into instructions, as torch/_dynamo/codegen.py's
+`PyCodegen.__call__` does for VariableTrackers:
+
+    a tensor the graph computed   LOAD_FAST ___graph_out; LOAD_CONST i; BINARY_SUBSCR
+    a value read from outside     its source: LOAD_FAST x; LOAD_ATTR weight
+    a Python constant             LOAD_CONST 3
+    a list, tuple or dict         its items, then BUILD_LIST / BUILD_TUPLE / BUILD_MAP
+
+A list or dict made inside the trace is built once and kept in a temporary,
+so two references to it stay one object. The few 3.11/3.12 differences of
+the instructions we emit are in the small table and three helpers below.
+"""
+
+import builtins
+import sys
+import types
+
+from bytecode import FreeVar, Instr
+
+from stage2_symbolic_vm.sources import (
+    AttrSource,
+    BuiltinSource,
+    ClosureSource,
+    GlobalSource,
+    ItemSource,
+    LocalSource,
+    Source,
+)
+from stage2_symbolic_vm.trace import Node
+from stage2_symbolic_vm.variables import (
+    CellVariable,
+    DictVariable,
+    IteratorVariable,
+    ListVariable,
+    SequenceVariable,
+    TensorVariable,
+    Variable,
+    is_constant_value,
+)
+
+PY312 = sys.version_info >= (3, 12)
+GRAPH_OUT = "___graph_out"
+
+# --- the 3.11 / 3.12 differences of what we emit -------------------------------------------
+#   call with n arguments     3.11: PRECALL n; CALL n          3.12: CALL n
+#   LOAD_ATTR                 3.11: arg is the name            3.12: (method bit, name)
+#   LOAD_GLOBAL               both: (push-NULL bit, name); we push NULL ourselves
+# Both versions want [NULL, callable, *args] below CALL and CALL_FUNCTION_EX.
+
+
+def call(nargs: int) -> list[Instr]:
+    """Call the callable below `nargs` arguments (a NULL below it)."""
+    return [Instr("CALL", nargs)] if PY312 else [Instr("PRECALL", nargs), Instr("CALL", nargs)]
+
+
+def load_attr(name: str) -> Instr:
+    return Instr("LOAD_ATTR", (False, name) if PY312 else name)
+
+
+def load_global(name: str) -> Instr:
+    return Instr("LOAD_GLOBAL", (False, name))
+
+
+class CannotReconstruct(Exception):
+    """A value that exists only inside the trace; the frame must run eagerly."""
+
+
+class Codegen:
+    """Appends instructions to `self.instructions` that push rebuilt values on the stack.
+
+    `graph_outputs` maps a trace node to its index in the tuple the compiled
+    graph returned, which the code keeps in the local `___graph_out`.
+    """
+
+    def __init__(self, graph_outputs: dict[Node, int], globals_: dict | None = None):
+        self.graph_outputs = graph_outputs
+        self.globals = globals_  # the frame's: functions made in the trace must share them
+        self.instructions: list = []
+        self.temps: dict[int, str] = {}  # id of a mutable Variable -> the local holding it
+
+    def add(self, *instructions):
+        self.instructions.extend(instructions)
+
+    def load_const(self, value):
+        self.add(Instr("LOAD_CONST", value))
+
+    def call_callable(self, fn, *pushers):
+        """`fn(*args)` where each pusher emits one argument; `fn` is any object."""
+        self.add(Instr("PUSH_NULL"))
+        self.load_const(fn)
+        for push in pushers:
+            push()
+        self.add(*call(len(pushers)))
+
+    # --- sources: where a value can be read again ------------------------------------------
+
+    def load_source(self, source: Source):
+        if isinstance(source, LocalSource):
+            self.add(Instr("LOAD_FAST", source.local))
+        elif isinstance(source, GlobalSource):
+            self.add(load_global(source.global_name))
+        elif isinstance(source, BuiltinSource):  # B.len: the builtins module, as guards read it
+            self.load_const(builtins)
+            self.add(load_attr(source.builtin))
+        elif isinstance(source, ClosureSource):  # the new code shares the function's closure
+            self.add(Instr("LOAD_DEREF", FreeVar(source.free_name)))
+        elif isinstance(source, AttrSource):
+            self.load_source(source.base)
+            self.add(load_attr(source.member))
+        elif isinstance(source, ItemSource):
+            self.load_source(source.base)
+            self.load_const(source.index)
+            self.add(Instr("BINARY_SUBSCR"))
+        else:  # F (the function object itself) is not reachable from bytecode
+            raise CannotReconstruct(f"cannot read {source.describe()} from the new code")
+
+    # --- trace nodes and Variables ------------------------------------------------------------
+
+    def load_node(self, node: Node):
+        if node.op == "input":  # an input the graph did not change: read it again
+            self.load_source(node.source)
+            return
+        self.add(Instr("LOAD_FAST", GRAPH_OUT))
+        self.load_const(self.graph_outputs[node])
+        self.add(Instr("BINARY_SUBSCR"))
+
+    def reconstruct(self, var: Variable):
+        """Push the Python value of `var` (torch/_dynamo: `VariableTracker.reconstruct`)."""
+        if id(var) in self.temps:
+            self.add(Instr("LOAD_FAST", self.temps[id(var)]))
+            return
+        kind = var.reconstruct_kind()
+        if getattr(var, "self_arg", None) is not None:  # a method of a module, bound by the VM
+            function, bound_to = var.source, var.self_arg
+            self.call_callable(
+                types.MethodType,
+                lambda: self.load_source(function),
+                lambda: self.reconstruct(bound_to),
+            )
+        elif isinstance(var, TensorVariable):
+            self.load_node(var.node)
+        elif isinstance(var, CellVariable):
+            self.load_cell(var)
+        elif kind == "function":
+            self.make_function(var)
+        elif var.source is not None and kind in ("source", "constant", "container"):
+            self.load_source(var.source)  # the very object: identity and later changes kept
+        elif kind == "constant":
+            self.load_const(var.as_python_constant())
+        elif kind == "null":
+            self.add(Instr("PUSH_NULL"))
+        elif kind == "method":
+            self.reconstruct(var.obj)
+            self.add(load_attr(var.name))
+        elif kind == "container":
+            self.build_container(var)
+        elif kind == "iterator" and isinstance(var, IteratorVariable):
+            remaining = var.items[var.index :]
+            self.call_callable(iter, lambda: self.build_sequence(remaining, "BUILD_LIST"))
+            self.keep(var)
+        else:
+            raise CannotReconstruct(f"{var} exists only inside the trace ({kind})")
+
+    # --- closures: cells and the functions made in the trace that capture them ------------
+
+    def make_cells(self, cells: dict):
+        """Fresh cells for a frame's own cell variables: all made first, then filled, so
+        that functions capturing them (a recursive one captures itself) share them."""
+        for name, cell in cells.items():
+            self.call_callable(types.CellType)
+            self.add(Instr("STORE_FAST", f"___cell_{name}"))
+            self.temps[id(cell)] = f"___cell_{name}"
+        for name, cell in cells.items():
+            if cell.contents is not None:
+                self.reconstruct(cell.contents)
+                self.add(
+                    Instr("LOAD_FAST", f"___cell_{name}"), Instr("STORE_ATTR", "cell_contents")
+                )
+
+    def load_cell(self, cell: CellVariable):
+        """A cell object (not its contents), for a closure tuple."""
+        if isinstance(cell.source, ClosureSource):  # a free variable of the frame itself
+            self.add(Instr("LOAD_CLOSURE", FreeVar(cell.source.free_name)))
+        elif cell.source is not None:  # a cell of a function from outside: its source is the cell
+            self.load_source(cell.source)
+        else:  # made by an inlined call, which the new code does not run
+            raise CannotReconstruct("a closure cell of a function inlined by the VM")
+
+    def make_function(self, fn):
+        """MAKE_FUNCTION again for a function the trace made (a nested `def` or a lambda)."""
+        if fn.globals is not self.globals or getattr(fn, "self_arg", None) is not None:
+            raise CannotReconstruct(f"{fn}: other globals, or bound to an object")
+        flags = 0
+        if fn.defaults:
+            self.build_sequence(fn.defaults, "BUILD_TUPLE")
+            flags |= 0x01
+        if fn.kwdefaults:
+            for key, value in fn.kwdefaults.items():
+                self.load_const(key)
+                self.reconstruct(value)
+            self.add(Instr("BUILD_MAP", len(fn.kwdefaults)))
+            flags |= 0x02
+        if fn.closure:
+            for cell in fn.closure:
+                self.reconstruct(cell)  # a cell this new code made, or one it can load
+            self.add(Instr("BUILD_TUPLE", len(fn.closure)))
+            flags |= 0x08
+        self.load_const(fn.code)
+        self.add(Instr("MAKE_FUNCTION", flags))
+        self.keep(fn)
+
+    def build_container(self, var):
+        if isinstance(var, DictVariable):
+            for key, value in var.items.items():
+                self.load_const(key)
+                self.reconstruct(value)
+            self.add(Instr("BUILD_MAP", len(var.items)))
+        elif isinstance(var, SequenceVariable) and var.python_type() in (list, tuple):
+            opname = "BUILD_LIST" if var.python_type() is list else "BUILD_TUPLE"
+            self.build_sequence(var.items, opname)
+        else:
+            raise CannotReconstruct(f"{var} is not a list, tuple or dict")
+        if isinstance(var, (ListVariable, DictVariable)):
+            self.keep(var)
+
+    def build_sequence(self, items, opname):
+        for item in items:
+            self.reconstruct(item)
+        self.add(Instr(opname, len(items)))
+
+    def keep(self, var):
+        """Store a just-built mutable value in a temporary: later references reuse it."""
+        name = f"___tmp_{len(self.temps)}"
+        self.temps[id(var)] = name
+        self.add(Instr("COPY", 1), Instr("STORE_FAST", name))
+
+    def reconstruct_output(self, value):
+        """Push a Trace.output structure: nodes, constants, and tuples/lists/dicts of them."""
+        if isinstance(value, Node):
+            self.load_node(value)
+        elif isinstance(value, Variable):
+            self.reconstruct(value)
+        elif type(value) in (tuple, list):
+            for item in value:
+                self.reconstruct_output(item)
+            self.add(Instr("BUILD_LIST" if type(value) is list else "BUILD_TUPLE", len(value)))
+        elif type(value) is dict:
+            for key, item in value.items():
+                self.load_const(key)
+                self.reconstruct_output(item)
+            self.add(Instr("BUILD_MAP", len(value)))
+        elif is_constant_value(value):
+            self.load_const(value)
+        else:
+            raise CannotReconstruct(f"the result holds a {type(value).__name__}")

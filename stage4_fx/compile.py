@@ -1,0 +1,178 @@
+"""`compile(fn, backend=..., fullgraph=...)`: the frontend of torch.compile, end to end.
+
+While a compiled function runs, the stage-1 hook shows every new frame to
+`callback`. User code goes to the stage-3 cache of its code object (one cache
+per `compile()` call, so two backends never share entries); a miss calls
+`convert_frame` (convert.py). Frames of torch, of the standard library and
+of installed packages run as they are, as Dynamo's skip rules decide
+(torch/_dynamo/trace_rules.py): compiling them would only find breaks.
+Resume functions are user code: they are caught and compiled like any frame.
+"""
+
+import dis
+import functools
+import os
+import sysconfig
+import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+
+import stage1_eval_frame
+import stage2_symbolic_vm
+import stage3_guards
+from stage1_eval_frame import set_eval_frame, skip_code
+from stage1_eval_frame.logs import get_logger
+from stage3_guards import FrameCache, counters
+
+from . import resume
+from .backends import lookup_backend
+from .breaks import GraphBreak
+from .convert import CompiledFrame, convert_frame
+from .graph import format_graph
+
+bytecode_log = get_logger("bytecode")
+graph_log = get_logger("graph")
+breaks_log = get_logger("breaks")
+
+_live_options = weakref.WeakSet()
+
+
+@dataclass(eq=False)
+class CompileOptions:
+    """What one `compile()` call asked for, its caches, and what it compiled (for explain)."""
+
+    backend: Callable
+    fullgraph: bool = False
+    caches: dict = field(default_factory=dict)  # code -> stage-3 FrameCache
+    frames: list[CompiledFrame] = field(default_factory=list)
+    breaks: list[GraphBreak] = field(default_factory=list)
+    pending: Exception | None = None  # raised to the caller by the callback (fullgraph, backend)
+    entry_codes: set = field(default_factory=set)  # compiled even in a library: Sequential.forward
+
+    def __post_init__(self):
+        _live_options.add(self)
+
+    def record_frame(self, entry: CompiledFrame):
+        self.frames.append(entry)
+        log_frame(entry)
+
+    def record_break(self, code, graph_break: GraphBreak):
+        self.breaks.append(graph_break)
+        breaks_log.info("graph break in %s:\n%s", code.co_qualname, graph_break)
+
+
+# Where library code lives: frames from there are never compiled.
+_PACKAGES = (torch, os, stage1_eval_frame, stage2_symbolic_vm, stage3_guards)
+_LIBRARY_DIRS = tuple(os.path.dirname(p.__file__) + os.sep for p in _PACKAGES)
+_LIBRARY_DIRS += (os.path.dirname(__file__) + os.sep,)
+_LIBRARY_DIRS += tuple(
+    {sysconfig.get_paths()[k] + os.sep for k in ("purelib", "platlib", "stdlib")}
+)
+_is_user_code = weakref.WeakKeyDictionary()  # code -> bool, decided once per code object
+
+
+def is_user_code(code) -> bool:
+    if code not in _is_user_code:
+        filename = code.co_filename
+        library = filename.startswith(_LIBRARY_DIRS) or filename.startswith("<frozen")
+        _is_user_code[code] = not library
+    return _is_user_code[code]
+
+
+def make_callback(options: CompileOptions):
+    """The hook's callback for one `compile()` call (torch: `convert_frame.catch_errors`)."""
+
+    def callback(frame):
+        cache = options.caches.get(frame.code)
+        if cache is None:
+            if not is_user_code(frame.code) and frame.code not in options.entry_codes:
+                return None
+            convert = functools.partial(convert_frame, options=options)
+            cache = options.caches[frame.code] = FrameCache(frame.code, convert)
+        replacement = cache.lookup(frame)
+        if options.pending is not None:  # the cache ran the frame eagerly; we must raise instead
+            error, options.pending = options.pending, None
+            raise error
+        return replacement
+
+    return callback
+
+
+def compile(fn=None, *, backend="eager", fullgraph: bool = False):
+    """Compile a function or an nn.Module; also a decorator, with or without arguments.
+
+    `backend` is a name (`list_backends()`, or one of torch's: "inductor") or a
+    callable `backend(gm, example_inputs) -> callable`. With `fullgraph=True`
+    the first graph break raises GraphBreakError (where and why) instead of
+    splitting the function.
+    """
+    options = CompileOptions(lookup_backend(backend), fullgraph)
+    if fn is None:
+        return functools.partial(_wrap, options=options)
+    return _wrap(fn, options)
+
+
+def _wrap(fn, options: CompileOptions):
+    if isinstance(fn, torch.nn.Module):
+        return CompiledModule(fn, options)
+    if not callable(fn):
+        raise TypeError(f"compile() takes a function or an nn.Module, not {type(fn).__name__}")
+    callback = make_callback(options)
+
+    @functools.wraps(fn)
+    def compiled(*args, **kwargs):
+        previous = set_eval_frame(callback)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            set_eval_frame(previous)
+
+    skip_code(compiled.__code__)  # the wrapper itself is not user code
+    compiled.options = options
+    return compiled
+
+
+class CompiledModule(torch.nn.Module):
+    """A module whose calls are compiled (torch: `OptimizedModule`); `_orig_mod` is the original."""
+
+    def __init__(self, module: torch.nn.Module, options: CompileOptions):
+        super().__init__()
+        self._orig_mod = module
+        self.options = options
+        forward = getattr(type(module).forward, "__code__", None)
+        if forward is not None:  # torch.nn.Sequential's forward lives in torch, yet is the point
+            options.entry_codes.add(forward)
+        self.callback = make_callback(options)
+
+    def forward(self, *args, **kwargs):
+        previous = set_eval_frame(self.callback)
+        try:
+            return self._orig_mod(*args, **kwargs)
+        finally:
+            set_eval_frame(previous)
+
+
+skip_code(CompiledModule.forward.__code__)
+
+
+def reset():
+    """Drop every cache: compiled frames, resume functions, counters (torch._dynamo.reset())."""
+    for options in list(_live_options):
+        options.caches.clear()
+    resume.clear_cache()
+    counters.reset()
+
+
+def log_frame(entry: CompiledFrame):
+    """MINIDYNAMO_LOGS=bytecode,graph: the classic Dynamo print-out of a compiled frame."""
+    name = entry.original.co_qualname
+    if bytecode_log.isEnabledFor(20):
+        parts = [f"ORIGINAL BYTECODE {name}", dis.Bytecode(entry.original).dis()]
+        parts += [f"MODIFIED BYTECODE {name}", dis.Bytecode(entry.code).dis()]
+        for resume_fn in entry.resumes:
+            parts += [f"RESUME FUNCTION {resume_fn.name}", dis.Bytecode(resume_fn.code).dis()]
+        bytecode_log.info("\n".join(parts))
+    if graph_log.isEnabledFor(20) and entry.graph is not None:
+        graph_log.info("GRAPH of %s\n%s", name, format_graph(entry.graph.gm))

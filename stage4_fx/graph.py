@@ -1,0 +1,123 @@
+"""From a Trace to a `torch.fx.GraphModule`: one node for one node.
+
+Stage 2's trace is already shaped like an FX graph, so the conversion is a
+walk over its nodes:
+
+    input L['x']           ->  placeholder l_x_       (named after the source, like Dynamo)
+    call_function sin(%0)  ->  call_function sin
+    call_method %1.sum()   ->  call_method sum
+    (what the rest needs)  ->  output (add, sum_1)    (always a tuple)
+
+Parameters and buffers of modules are read through their sources
+(`L['self'].linear.weight`), so they are inputs of the graph too: Dynamo made
+the same choice for `torch.compile` (they are "lifted"), which lets a backend
+see every tensor as an argument. The graph returns only the values the rest
+of the frame needs (the result, or the stack and live locals at a graph
+break); nodes that feed none of them are removed. torch/_dynamo builds its
+graph in output_graph.py while tracing; we build it after, from the trace.
+"""
+
+import operator
+import re
+from dataclasses import dataclass
+
+import torch
+import torch.fx
+
+from stage2_symbolic_vm.sources import Source
+from stage2_symbolic_vm.trace import Node, Trace, map_nodes
+
+# operator.iadd & co. change their first argument in place, like `x.add_(1)`.
+_IN_PLACE_OPERATORS = {operator.setitem, operator.iadd, operator.isub, operator.imul}
+_IN_PLACE_OPERATORS |= {operator.itruediv, operator.ifloordiv, operator.imod, operator.ipow}
+_IN_PLACE_OPERATORS |= {operator.imatmul, operator.iand, operator.ior, operator.ixor}
+
+
+@dataclass(eq=False)
+class CapturedGraph:
+    """A GraphModule and how to call it: inputs are read through `sources`, in order,
+    and output `i` of the returned tuple is the value of trace node `outputs[i]`."""
+
+    gm: torch.fx.GraphModule
+    sources: list[Source]
+    outputs: list[Node]
+
+    def output_index(self, node: Node) -> int:
+        return self.outputs.index(node)
+
+    @property
+    def op_count(self) -> int:
+        ops = ("call_function", "call_method", "call_module")
+        return sum(node.op in ops for node in self.gm.graph.nodes)
+
+
+def placeholder_name(source: Source) -> str:
+    """`L['x']` -> `l_x_`, `L['self'].linear.weight` -> `l_self_linear_weight` (Dynamo's style)."""
+    return re.sub(r"\W+", "_", source.name()).lower()
+
+
+def build_graph(trace: Trace, needed: list[Node]) -> CapturedGraph | None:
+    """The graph that computes the `needed` call nodes of `trace`; None when there are none.
+
+    Inputs needed by the rest are not graph outputs: the new bytecode reads
+    them through their sources, as it reads any other input.
+    """
+    outputs = list(dict.fromkeys(n for n in needed if n.op != "input"))
+    if not outputs:
+        return None
+    graph = torch.fx.Graph()
+    fx_nodes: dict[Node, torch.fx.Node] = {}
+
+    def fx_node_of(node):
+        return fx_nodes[node]
+
+    for node in trace.nodes:
+        if node.op == "input":
+            fx_nodes[node] = graph.placeholder(placeholder_name(node.source))
+            continue
+        args = map_nodes(node.args, fx_node_of)
+        kwargs = map_nodes(node.kwargs, fx_node_of)
+        create = graph.call_method if node.op == "call_method" else graph.call_function
+        fx_nodes[node] = create(node.target, tuple(args), kwargs)
+    graph.output(tuple(fx_nodes[n] for n in outputs))
+    graph.eliminate_dead_code(is_impure_node=_changes_an_input)
+    inputs = trace.inputs
+    for node in inputs:  # an input nothing reads is not worth passing (Dynamo prunes them too)
+        if not fx_nodes[node].users:
+            graph.erase_node(fx_nodes[node])
+    sources = [n.source for n in inputs if fx_nodes[n].graph is graph and fx_nodes[n].users]
+    graph.lint()
+    return CapturedGraph(torch.fx.GraphModule(torch.nn.Module(), graph), sources, outputs)
+
+
+def _changes_an_input(node: torch.fx.Node) -> bool:
+    """In-place ops must stay even when their result is unused: they are the point."""
+    if node.op in ("placeholder", "output") or "out" in node.kwargs:
+        return True
+    if node.op == "call_method":
+        return node.target.endswith("_") and not node.target.endswith("__")
+    if node.op == "call_function":
+        name = getattr(node.target, "__name__", "")
+        in_place_name = name.endswith("_") and not name.endswith("__")
+        return node.target in _IN_PLACE_OPERATORS or in_place_name or node.kwargs.get("inplace")
+    return False
+
+
+def format_graph(gm: torch.fx.GraphModule) -> str:
+    """The graph as a table, like `gm.graph.print_tabular()` (which needs `tabulate`)."""
+    rows = [("opcode", "name", "target", "args", "kwargs")]
+    for node in gm.graph.nodes:
+        target = (
+            node.target
+            if isinstance(node.target, str)
+            else torch.fx.node._get_qualified_name(node.target)
+        )
+        rows.append((node.op, node.name, target, _short(node.args), _short(node.kwargs)))
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def _short(value) -> str:
+    return str(value) if not isinstance(value, str) else repr(value)

@@ -1,0 +1,198 @@
+"""Resume functions: the rest of a function, after a graph break, as a function of its own.
+
+At a break the new code runs the graph so far, runs the one instruction the
+VM could not trace, and then calls a resume function with what the original
+frame would hold at the next instruction: its stack and its live locals.
+
+    def __resume_at_30_1(x, y, ___stack0):     # live locals first, then the stack items
+        <push ___stack0 back on the stack>
+        JUMP_FORWARD to the instruction at offset 30
+        <the original bytecode, unchanged>
+
+It keeps the *whole* original bytecode and jumps into it, so loops that
+jump back, and later breaks, need nothing special (torch/_dynamo/
+resume_execution.py does the same: `ContinueExecutionCache.generate`). It is
+an ordinary function: the frame hook catches it and compiles it in turn.
+Each stack slot is one of three kinds:
+
+    NULL      the NULL below a callable: not a value, so the prologue pushes it again
+    VALUE     any value: passed as an argument, pushed back with LOAD_FAST
+    ITERATOR  a loop's iterator: passed as the *list* of its remaining items and
+              turned back into an iterator by GET_ITER, so the VM, tracing the
+              resume function, sees a list and unrolls the rest of the loop
+
+Which locals are live (may be read before written) is a small backward
+dataflow analysis over the bytecode; dead locals are not passed, so a value
+that cannot be rebuilt in Python (a helper made inside the trace) only
+blocks the break while it is still needed.
+"""
+
+import dis
+import inspect
+import itertools
+from dataclasses import dataclass
+
+from bytecode import Bytecode, CellVar, FreeVar, Instr, Label, TryBegin, TryEnd
+
+_PROLOGUE_OPS = {"COPY_FREE_VARS", "MAKE_CELL", "RESUME"}
+_READS = {"LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR"}
+_WRITES = {"STORE_FAST", "DELETE_FAST"}
+_serial = itertools.count(1)
+NULL, VALUE, ITERATOR = "null", "value", "iterator"
+
+
+@dataclass(frozen=True)
+class ResumeFunction:
+    """The code of a resume function and the layout of its arguments."""
+
+    code: object
+    offset: int  # where in the original bytecode it continues
+    stack: tuple[str, ...]  # the kind of each stack slot it rebuilds: NULL, VALUE or ITERATOR
+    live: tuple[str, ...]  # the live locals it takes after the stack items
+
+    @property
+    def name(self) -> str:
+        return self.code.co_name
+
+
+def abstract_instructions(code) -> tuple[Bytecode, dict[int, int]]:
+    """The `bytecode` library's view of `code`, and offset -> position of each instruction in it.
+
+    The library drops offsets (it works with labels), so we pair its
+    instructions with `dis`'s, which keep them, one for one.
+    """
+    abstract = Bytecode.from_code(code)
+    offsets = [i.offset for i in dis.get_instructions(code) if i.opname != "EXTENDED_ARG"]
+    positions = [p for p, item in enumerate(abstract) if isinstance(item, Instr)]
+    assert len(offsets) == len(positions), (code.co_name, len(offsets), len(positions))
+    return abstract, dict(zip(offsets, positions, strict=True))
+
+
+def live_locals(code, offset: int) -> set[str]:
+    """The locals that may be read, before being assigned, from `offset` on."""
+    abstract, position_of = abstract_instructions(code)
+    live_in = _liveness(list(abstract))
+    return live_in[position_of[offset]]
+
+
+def _liveness(items: list) -> dict[int, set[str]]:
+    """Backward dataflow: live_in[i] = reads[i] | (live_out[i] - writes[i]), to a fixed point."""
+    label_at: dict[Label, int] = {}
+    for position, item in enumerate(items):
+        if isinstance(item, Label):
+            label_at[item] = position
+    successors: dict[int, list[int]] = {}
+    handler = None  # the `except` target covering the instructions we walk over
+    for position, item in enumerate(items):
+        if isinstance(item, TryBegin):
+            handler = label_at[item.target]
+        elif isinstance(item, TryEnd):
+            handler = None
+        elif isinstance(item, Instr):
+            successors[position] = _successors(item, position, label_at, handler)
+    live_in = {position: set() for position in successors}
+    changed = True
+    while changed:
+        changed = False
+        for position in reversed(list(successors)):
+            item = items[position]
+            live = set()
+            for successor in successors[position]:
+                live |= _live_at(successor, items, live_in)
+            if item.name in _WRITES:
+                live.discard(item.arg)
+            if item.name in _READS:
+                live.add(item.arg)
+            if live != live_in[position]:
+                live_in[position], changed = live, True
+    return live_in
+
+
+def _successors(instr: Instr, position: int, label_at, handler) -> list[int]:
+    following = [] if instr.is_final() or instr.is_uncond_jump() else [position + 1]
+    jumps = [label_at[instr.arg]] if instr.has_jump() else []
+    return following + jumps + ([handler] if handler is not None else [])
+
+
+def _live_at(position: int, items: list, live_in: dict) -> set[str]:
+    """live_in of the first instruction at or after `position` (labels and markers are skipped)."""
+    while position < len(items) and position not in live_in:
+        position += 1
+    return live_in.get(position, set())
+
+
+_cache: dict[tuple, ResumeFunction] = {}
+_made: dict = {}  # resume code -> (original code, {offset in it: offset in the original})
+
+
+def resume_function(code, offset: int, stack: tuple, live: tuple) -> ResumeFunction:
+    """The resume function continuing `code` at `offset` (made once, then cached)."""
+    key = (code, offset, stack, live)
+    if key not in _cache:
+        _cache[key] = _make(code, offset, stack, live)
+    return _cache[key]
+
+
+def clear_cache():
+    _cache.clear()
+    _made.clear()
+
+
+def original_position(code, offset: int) -> tuple:
+    """(code, offset) in the original function, for a place in a resume function.
+
+    A break inside a resume function continues the *original* bytecode, not a
+    copy of the copy: otherwise each iteration of a loop with a break would
+    make a new, longer resume function (torch/_dynamo does the same in
+    `ContinueExecutionCache.generate_based_on_original_code_object`).
+    """
+    if code not in _made:
+        return code, offset
+    original, offsets = _made[code]
+    return original, offsets[offset]
+
+
+def _make(code, offset, stack, live) -> ResumeFunction:
+    abstract, position_of = abstract_instructions(code)
+    target = Label()
+    abstract.insert(position_of[offset], target)
+    stack_names = [f"___stack{i}" for i, kind in enumerate(stack) if kind != NULL]
+    while abstract and isinstance(abstract[0], Instr) and abstract[0].name in _PROLOGUE_OPS:
+        del abstract[0]  # the original prologue; ours comes first
+    # The frame's cells come in the closure, so that functions made before the break and
+    # after it share them: cell variables become free variables of the resume function.
+    for item in abstract:
+        if isinstance(item, Instr) and isinstance(item.arg, CellVar):
+            item.arg = FreeVar(item.arg.name)
+    abstract.freevars = [*code.co_cellvars, *code.co_freevars]
+    abstract.cellvars = []
+    prologue = [Instr("COPY_FREE_VARS", len(abstract.freevars))] if abstract.freevars else []
+    prologue.append(Instr("RESUME", 0))
+    names = iter(stack_names)
+    for kind in stack:
+        prologue.append(Instr("PUSH_NULL") if kind == NULL else Instr("LOAD_FAST", next(names)))
+        if kind == ITERATOR:
+            prologue.append(Instr("GET_ITER"))
+    prologue.append(Instr("JUMP_FORWARD", target))
+    abstract[:0] = prologue
+    name = f"__resume_at_{offset}_{next(_serial)}"
+    abstract.argnames = [*live, *stack_names]
+    abstract.argcount = len(abstract.argnames)
+    abstract.posonlyargcount = abstract.kwonlyargcount = 0
+    abstract.flags &= ~(inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)
+    abstract.name = abstract.qualname = name
+    abstract.docstring = None
+    new_code = abstract.to_code()
+    _made[new_code] = (code, _offset_map(new_code, len(prologue), code))
+    return ResumeFunction(new_code, offset, tuple(stack), tuple(live))
+
+
+def _offset_map(new_code, prologue_length: int, original) -> dict[int, int]:
+    """After our prologue, the resume function's instructions are the original's, one for one."""
+    new = [i for i in dis.get_instructions(new_code) if i.opname != "EXTENDED_ARG"]
+    old = [i for i in dis.get_instructions(original) if i.opname != "EXTENDED_ARG"]
+    while old and old[0].opname in _PROLOGUE_OPS:
+        old.pop(0)
+    new = new[prologue_length:]
+    assert [i.opname for i in new] == [i.opname for i in old], original.co_name
+    return {n.offset: o.offset for n, o in zip(new, old, strict=True)}

@@ -1,0 +1,89 @@
+"""Resume functions and the liveness analysis, on real functions, without the VM."""
+
+import dis
+import types
+
+import torch
+
+import stage4_fx
+from stage4_fx.resume import NULL, VALUE, live_locals, resume_function
+
+
+def loop_with_print(x, n):
+    total = 0
+    for i in range(n):
+        total = total + x * i
+        if total > 10:
+            print("big")
+    y = [total, x]
+    return y
+
+
+def offset_of(fn, opname, nth=0):
+    return [i.offset for i in dis.get_instructions(fn) if i.opname == opname][nth]
+
+
+def test_liveness():
+    code = loop_with_print.__code__
+    assert live_locals(code, 0) == {"x", "n"}
+    assert live_locals(code, offset_of(loop_with_print, "FOR_ITER")) == {"total", "x"}
+    assert live_locals(code, offset_of(loop_with_print, "RETURN_VALUE")) == set()
+
+
+def test_resume_function_continues_a_loop(capsys):
+    after_print = offset_of(loop_with_print, "POP_TOP", -1)  # the result of print(...)
+    resume = resume_function(loop_with_print.__code__, after_print, (VALUE, VALUE), ("total", "x"))
+    assert resume.code.co_varnames[:4] == ("total", "x", "___stack0", "___stack1")
+    fn = types.FunctionType(resume.code, loop_with_print.__globals__)
+    # the loop's iterator (items 3 and 4 left) and print's result are the stack
+    assert fn(12, 2, iter([3, 4]), None) == [26, 2]
+    assert capsys.readouterr().out == "big\nbig\n"
+    again = resume_function(loop_with_print.__code__, after_print, (VALUE, VALUE), ("total", "x"))
+    assert again is resume  # made once per place
+
+
+def test_resume_function_pushes_nulls_back():
+    def call_after(x):
+        return print(len(x), x.sum().item())
+
+    # resume at the outer CALL: the stack is [NULL, print, len(x), <item>]
+    after_item = offset_of(call_after, "CALL", -1)
+    resume = resume_function(call_after.__code__, after_item, (NULL, VALUE, VALUE, VALUE), ())
+    fn = types.FunctionType(resume.code, {})
+    assert fn(lambda *args: args, 3, 4.0) == (3, 4.0)  # the callable is a stack item too
+
+
+def test_break_keeps_aliases_and_mutations():
+    def fn(a):
+        xs = [a]
+        ys = xs
+        sink = []
+        sink.append(len(xs))
+        print("break", end="")
+        ys.append(a * 2)
+        return xs, sink
+
+    x = torch.ones(2)
+    result, sink = stage4_fx.compile(fn)(x)
+    assert len(result) == 2 and sink == [1]
+
+
+def test_globals_read_before_a_break_keep_their_old_value():
+    def fn(a):
+        before = COUNTER[0]
+        bump()
+        return a * before, COUNTER[0]
+
+    COUNTER[0] = 1
+    expected = fn(torch.ones(1))
+    COUNTER[0] = 1
+    actual = stage4_fx.compile(fn)(torch.ones(1))
+    assert torch.equal(actual[0], expected[0]) and actual[1] == expected[1]
+
+
+COUNTER = [1]
+
+
+def bump():
+    COUNTER[0] += 1
+    print("bumped", end="")
