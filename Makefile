@@ -18,9 +18,9 @@ $(STAMP): pyproject.toml setup.py stage1_eval_frame/_eval_frame.c
 	$(PY) -m pip install --quiet -e '.[test,docs,triton]'
 	touch $@
 
+# The tour runs one program through all six stages and prints each step.
 demo: $(STAMP)
-	$(PY) -m stage1_eval_frame
-	$(PY) -m stage2_symbolic_vm
+	$(VENV)/bin/minidynamo tour
 
 test: $(STAMP) lint layering pytest docs
 

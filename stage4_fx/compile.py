@@ -49,7 +49,7 @@ class CompileOptions:
     frames: list[CompiledFrame] = field(default_factory=list)
     breaks: list[GraphBreak] = field(default_factory=list)
     pending: Exception | None = None  # raised to the caller by the callback (fullgraph, backend)
-    entry_codes: set = field(default_factory=set)  # compiled even in a library: Sequential.forward
+    entry_codes: set = field(default_factory=set)  # compiled even if in a library
 
     def __post_init__(self):
         _live_options.add(self)
@@ -119,6 +119,9 @@ def _wrap(fn, options: CompileOptions):
         return CompiledModule(fn, options)
     if not callable(fn):
         raise TypeError(f"compile() takes a function or an nn.Module, not {type(fn).__name__}")
+    code = getattr(fn, "__code__", None)
+    if code is not None:  # the function asked for is compiled even if it lives in a library
+        options.entry_codes.add(code)
     callback = make_callback(options)
 
     @functools.wraps(fn)

@@ -5,12 +5,11 @@ Stage 4 hands over an FX graph; this stage lowers it to a loop-level IR
 compiles it once per graph (cached on disk), and calls it from a generated
 Python wrapper. Read in this order: ir.py, lowering.py (+ views.py,
 decompositions.py), graph.py, scheduler.py, codegen_cpp.py, cache.py,
-wrapper.py, backend.py.
-
-`compile(fn)` (stage 4's frontend with this backend) arrives with stage 4.
+wrapper.py, backend.py, frontend.py (`compile(fn)`: stage 4's frontend with this backend).
 """
 
 from .backend import CompiledGraph, compile_fx
 from .cache import CompilationError
+from .frontend import compile
 
-__all__ = ["CompilationError", "CompiledGraph", "compile_fx"]
+__all__ = ["CompilationError", "CompiledGraph", "compile", "compile_fx"]

@@ -54,26 +54,27 @@ def mutation_in(gm: torch.fx.GraphModule) -> str | None:
 
 @dataclasses.dataclass
 class CompiledCode:
-    """One specialisation: the C++ source, the wrapper source, and the callable."""
+    """One specialisation: the kernels' source, the wrapper source, and the callable."""
 
-    cpp_source: str
+    source: str
     wrapper_source: str
     kernel_names: list[str]
     call: object
-    library_path: object = None
+    path: object = None  # where the compiled kernels are (a library here, a module in stage 6)
+    prelude: str = PRELUDE  # the helpers every source starts with
 
     @property
     def code(self) -> str:
         """The whole output code, as inductor prints it: wrapper first, then the kernels."""
-        kernels = self.cpp_source.removeprefix(PRELUDE).strip()
-        return f"# {self.library_path}\n{self.wrapper_source}\n'''\n{kernels}\n'''\n"
+        kernels = self.source.removeprefix(self.prelude).strip()
+        return f"# {self.path}\n{self.wrapper_source}\n'''\n{kernels}\n'''\n"
 
 
 def specialization_key(args):
     key = []
     for arg in args:
         if isinstance(arg, torch.Tensor):
-            key.append((tuple(arg.shape), arg.stride(), arg.dtype, arg.device.type))
+            key.append((tuple(arg.shape), arg.stride(), arg.dtype, str(arg.device)))
         elif isinstance(arg, (int, float, bool)) or arg is None:
             key.append((type(arg), arg))
         else:
@@ -104,13 +105,17 @@ class CompiledGraph:
             return "autograd needs the graph (the kernels have no backward)"
         return None
 
+    def compile_graph(self, gm: torch.fx.GraphModule, args) -> CompiledCode:
+        """One specialisation's code; stage 6 overrides this to write Triton instead."""
+        return compile_graph(gm, args)
+
     def specialize(self, args):
         reason = self.eager_reason(args)
         key = specialization_key(args)
         if reason or key is None:
             return None
         if key not in self.specializations:
-            self.specializations[key] = compile_graph(self.gm, args)
+            self.specializations[key] = self.compile_graph(self.gm, args)
         self.last = self.specializations[key]
         return self.last
 
@@ -131,20 +136,51 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs) -> CompiledGraph:
     return CompiledGraph(gm, example_inputs)
 
 
-def eager_call(gm):
-    return lambda args: gm(*args)
+def runs_in_torch(gm: torch.fx.GraphModule, reason) -> CompiledCode:
+    log.info("running the graph in torch: %s", reason)
+    return CompiledCode("", f"# the graph runs in torch: {reason}", [], lambda args: gm(*args))
 
 
-def compile_graph(gm: torch.fx.GraphModule, args) -> CompiledCode:
+def write_cpp(kernels: list[FusedKernel], dtypes) -> tuple[str, dict[str, list[str]]]:
+    """The C++ code writer: one source for all kernels, and each kernel's buffer arguments."""
+    writers = [CppKernel(k, dtypes) for k in kernels]
+    source = "\n\n".join([PRELUDE, *[w.generate() for w in writers]]) + "\n"
+    return source, {k.name: list(w.args) for k, w in zip(kernels, writers, strict=True)}
+
+
+def load_cpp(source: str, params: dict[str, list[str]]):
+    """The loader: compile `source` (or find it in the disk cache); its kernels, by name."""
+    library, path = cache.load(source)
+    kernels = {}
+    for name, names in params.items():
+        kernels[name] = getattr(library, name)
+        kernels[name].argtypes, kernels[name].restype = [ctypes.c_void_p] * len(names), None
+    return kernels, path
+
+
+def compile_graph(
+    gm: torch.fx.GraphModule,
+    args,
+    write=write_cpp,
+    load=load_cpp,
+    *,
+    prefix: str = "cpp",
+    prelude: str = PRELUDE,
+    wrapper=WrapperCode,
+) -> CompiledCode:
+    """lower -> fuse -> `write` the kernels -> `load` them -> the `wrapper` that calls them.
+
+    Stage 6 passes its Triton writer, loader, prelude and wrapper; the rest is shared.
+    A writer raises `EagerOnly` for a kernel it cannot write: the graph runs in torch.
+    """
     try:
         graph = GraphLowering(gm, args).run()
     except EagerOnly as error:
-        log.info("running the graph in torch: %s", error)
-        return CompiledCode("", "# the graph runs in torch", [], eager_call(gm))
+        return runs_in_torch(gm, error)
     verbose = log.isEnabledFor(logging.INFO)
     if verbose:
-        log.info("IR before fusion:\n%s", Scheduler(graph, fuse=False))
-    scheduler = Scheduler(graph)
+        log.info("IR before fusion:\n%s", Scheduler(graph, fuse=False, prefix=prefix))
+    scheduler = Scheduler(graph, prefix=prefix)
     if verbose:
         log.info("IR after fusion:\n%s", scheduler)
     kernels = [s for s in scheduler.steps if isinstance(s, FusedKernel)]
@@ -154,22 +190,19 @@ def compile_graph(gm: torch.fx.GraphModule, args) -> CompiledCode:
         if b is not None and b.layout
     }
     dtypes.update({name: t.dtype for name, t in graph.constants.items()})
-    writers = [CppKernel(k, dtypes) for k in kernels]
-    cpp_source = "\n\n".join([PRELUDE, *[w.generate() for w in writers]]) + "\n"
-    params = {k.name: list(w.args) for k, w in zip(kernels, writers, strict=True)}
-    wrapper = WrapperCode(graph, scheduler, params)
-    wrapper_source = wrapper.generate()
-    namespace = wrapper.namespace
-    library_path = None
+    try:
+        source, params = write(kernels, dtypes)
+    except EagerOnly as error:  # stage 6's writer meets an op it cannot write in Triton
+        return runs_in_torch(gm, error)
+    code = wrapper(graph, scheduler, params)
+    wrapper_source = code.generate()
+    path = None
     if kernels:
-        library, library_path = cache.load(cpp_source)
-        for name, names in params.items():
-            fn = getattr(library, name)
-            fn.argtypes, fn.restype = [ctypes.c_void_p] * len(names), None
-            namespace[name] = fn
-    exec(compile(wrapper_source, f"<minidynamo wrapper {id(graph)}>", "exec"), namespace)
+        loaded, path = load(source, params)
+        code.namespace.update(loaded)
+    exec(compile(wrapper_source, f"<minidynamo wrapper {id(graph)}>", "exec"), code.namespace)
     compiled = CompiledCode(
-        cpp_source, wrapper_source, [k.name for k in kernels], namespace["call"], library_path
+        source, wrapper_source, [k.name for k in kernels], code.namespace["call"], path, prelude
     )
     log.info("output code:\n%s", compiled.code)
     return compiled

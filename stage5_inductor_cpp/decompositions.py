@@ -175,6 +175,15 @@ def log_softmax(graph, out, x, dim=None, _stacklevel=3, dtype=None):
 
 @register("layer_norm", same_dtype=True)
 def layer_norm(graph, out, x, normalized_shape, weight=None, bias=None, eps=1e-5, *args):
+    # `same_dtype` skips the stand-in run that would reject these: torch (the extern) must.
+    if not x.dtype.is_floating_point:
+        raise Fallback(f"layer_norm of {x.dtype}: torch raises")
+    shape = tuple(normalized_shape)
+    if not shape or tuple(x.ranges[-len(shape) :]) != shape:
+        raise Fallback(f"layer_norm over {shape} of a {list(x.ranges)} tensor: torch raises")
+    for param in (weight, bias):
+        if param is not None and (param.dtype != x.dtype or tuple(param.ranges) != shape):
+            raise Fallback("layer_norm's weight or bias does not match the input: torch decides")
     dims = list(range(len(x.ranges) - len(normalized_shape), len(x.ranges)))
     dtype = out.dtype
     count = float(_numel(normalized_shape))

@@ -157,7 +157,8 @@ def numel(ranges) -> int:
 class Scheduler:
     """Turns a `GraphLowering` into an ordered list of `FusedKernel` and `ExternCall` steps."""
 
-    def __init__(self, graph, fuse: bool = True):
+    def __init__(self, graph, fuse: bool = True, prefix: str = "cpp"):
+        """`prefix` starts every kernel's name: "cpp" here, "triton" in stage 6."""
         self.graph = graph
         self.steps: list[FusedKernel | ExternCall] = []
         for buffer in graph.buffers:
@@ -172,7 +173,7 @@ class Scheduler:
         self.decide_storage()
         for i, step in enumerate(self.steps):
             if isinstance(step, FusedKernel):
-                step.name = self.kernel_name(step, i)
+                step.name = self.kernel_name(step, i, prefix)
 
     @staticmethod
     def new_kernel(node: SchedulerNode) -> FusedKernel:
@@ -263,13 +264,13 @@ class Scheduler:
                     step.local.add(producer.name)
 
     @staticmethod
-    def kernel_name(step: FusedKernel, i: int) -> str:
+    def kernel_name(step: FusedKernel, i: int, prefix: str) -> str:
         names = []
         for node in step.nodes:
             for op in node.op_names():
                 if op not in names:
                     names.append(op)
-        return "_".join(["cpp_fused", *names[:6], str(i)])
+        return "_".join([prefix, "fused", *names[:6], str(i)])
 
     def __str__(self) -> str:
         return "\n".join(str(step) for step in self.steps)

@@ -32,7 +32,7 @@ def with_layout(tensor, size, stride):
     """Kernels index with the strides the meta functions promised; copy in the rare other case."""
     if tuple(tensor.stride()) == stride or math.prod(size) <= 1:
         return tensor
-    return torch.empty_strided(size, stride, dtype=tensor.dtype).copy_(tensor)
+    return torch.empty_strided(size, stride, dtype=tensor.dtype, device=tensor.device).copy_(tensor)
 
 
 class WrapperCode:
@@ -74,7 +74,8 @@ class WrapperCode:
         names = [
             b.name if b is not None else f"_scalar{i}" for i, b in enumerate(self.graph.inputs)
         ]
-        self.lines.append(f"    {', '.join(names)}{',' if len(names) == 1 else ''} = args")
+        if names:  # a graph of constants alone (torch.ones(3) * 2) has no inputs
+            self.lines.append(f"    {', '.join(names)}{',' if len(names) == 1 else ''} = args")
         free = self.plan_reuse()
         for i, step in enumerate(self.steps):
             if isinstance(step, FusedKernel):

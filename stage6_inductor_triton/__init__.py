@@ -6,7 +6,8 @@ template with `XBLOCK`/`RBLOCK` blocks and masks, launched from stage 5's wrappe
 a grid, with block sizes tuned on first call. CUDA tensors run on the GPU; CPU
 tensors run the same kernels under Triton's interpreter. Read in this order:
 codegen_triton.py (with indexing.py and prelude.py), runtime.py, autotune.py, backend.py,
-frontend.py (`compile(fn)`: stage 4's frontend with the `inductor` backend).
+frontend.py (`compile(fn)`: stage 4's frontend with the `inductor` backend). The
+`minidynamo` command (tour.py, cli.py) shows all six stages at work on one screen.
 """
 
 from .backend import TritonCompiledGraph, compile_fx

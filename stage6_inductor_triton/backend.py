@@ -3,8 +3,9 @@
 lower (stage 5's graph.py) -> fuse (stage 5's scheduler.py) -> Triton (codegen_triton.py)
 -> import the module (runtime.py) -> a Python wrapper that launches the kernels with
 their grids (stage 5's wrapper, with devices and launches) -> tune on first call
-(autotune.py). Nothing before the code generation is new: this is a second codegen
-of the same compiler, as inductor's Triton backend is of its C++ one.
+(autotune.py). Nothing before the code generation is new: stage 5's `compile_graph`
+runs with this stage's code writer and loader, as inductor's Triton backend is a
+second codegen of its C++ one.
 
 CUDA tensors run compiled Triton; CPU tensors run the same kernels under Triton's
 interpreter (slow: for reading and testing). Graphs the kernels cannot run are run
@@ -12,32 +13,20 @@ by torch, whole, as in stage 5 (mutation, autograd, tensors on several devices),
 so are graphs with a kernel the Triton codegen does not handle (the log says which).
 """
 
-import dataclasses
-import logging
+import functools
 import math
 
 import torch
 import torch.fx
 
-from stage1_eval_frame.logs import get_logger
-from stage5_inductor_cpp.backend import CompiledGraph, eager_call, specialization_key
-from stage5_inductor_cpp.graph import EagerOnly, GraphLowering
-from stage5_inductor_cpp.scheduler import FusedKernel, Scheduler
+from stage5_inductor_cpp.backend import CompiledCode, CompiledGraph, compile_graph
+from stage5_inductor_cpp.scheduler import FusedKernel
 from stage5_inductor_cpp.wrapper import WrapperCode
 
 from .autotune import KernelLauncher, configs_for, grid
 from .codegen_triton import TritonUnsupported, generate_source, variants
 from .prelude import PRELUDE
 from .runtime import load_module, source_path
-
-log = get_logger("kernels")
-
-
-def with_layout(tensor, size, stride):
-    """Stage 5's `with_layout`, keeping the tensor's device."""
-    if tuple(tensor.stride()) == stride or tensor.numel() <= 1:
-        return tensor
-    return torch.empty_strided(size, stride, dtype=tensor.dtype, device=tensor.device).copy_(tensor)
 
 
 class TritonWrapperCode(WrapperCode):
@@ -46,7 +35,7 @@ class TritonWrapperCode(WrapperCode):
     def __init__(self, graph, scheduler, kernel_params, device: torch.device):
         super().__init__(graph, scheduler, kernel_params)
         self.device = device
-        self.namespace.update(grid=grid, with_layout=with_layout)
+        self.namespace.update(grid=grid)
 
     def kernel_call(self, step: FusedKernel, reuse: dict[str, str]):
         for node in step.nodes:
@@ -64,21 +53,36 @@ class TritonWrapperCode(WrapperCode):
         self.lines.append(f"    {step.name}.run({args}, grid=grid({math.prod(step.outer)}))")
 
 
-@dataclasses.dataclass
-class TritonCompiledCode:
-    """One specialisation: the Triton module, the wrapper source, and the callable."""
+class TritonKernels:
+    """The code writer and loader stage 5's `compile_graph` takes, for one graph on `device`.
 
-    triton_source: str
-    wrapper_source: str
-    kernel_names: list[str]
-    call: object
-    module_path: object = None
+    `write` keeps each kernel's variants ([kernel] or [kernel, kernel_looped]) for `load`,
+    which launches whichever the tuner picks.
+    """
 
-    @property
-    def code(self) -> str:
-        """The whole output code, as inductor prints it: wrapper first, then the kernels."""
-        kernels = self.triton_source.removeprefix(PRELUDE).strip()
-        return f"# {self.module_path}\n{self.wrapper_source}\n'''\n{kernels}\n'''\n"
+    def __init__(self, device: torch.device):
+        self.device = device
+        self.variants: dict[str, list] = {}
+
+    def write(self, kernels: list[FusedKernel], dtypes) -> tuple[str, dict[str, list[str]]]:
+        self.variants = {k.name: variants(k, dtypes) for k in kernels}
+        source = generate_source([w for pair in self.variants.values() for w in pair])
+        if any(list(pair[-1].args) != list(pair[0].args) for pair in self.variants.values()):
+            raise TritonUnsupported("a kernel's variants take different arguments")
+        return source, {name: list(pair[0].args) for name, pair in self.variants.items()}
+
+    def load(self, source: str, params: dict[str, list[str]]):
+        interpreted = self.device.type == "cpu"
+        module = load_module(source, interpreted)
+        device_name = "interpreter" if interpreted else torch.cuda.get_device_name(self.device)
+        launchers = {}
+        for name, pair in self.variants.items():
+            fns = {False: getattr(module, pair[0].name), True: getattr(module, pair[-1].name)}
+            text = "\n".join(w.source for w in pair)
+            launchers[name] = KernelLauncher(
+                name, fns, text, configs_for(pair[0].shape), device_name
+            )
+        return launchers, source_path(source)[0]
 
 
 def device_of(args) -> torch.device | None:
@@ -101,68 +105,20 @@ class TritonCompiledGraph(CompiledGraph):
             return "autograd needs the graph (the kernels have no backward)"
         return None
 
-    def specialize(self, args):
-        reason = self.eager_reason(args)
-        key = specialization_key(args)
-        if reason or key is None:
-            return None
-        key = (key, str(device_of(args) or "cpu"))
-        if key not in self.specializations:
-            self.specializations[key] = compile_graph(self.gm, args)
-        self.last = self.specializations[key]
-        return self.last
+    def compile_graph(self, gm: torch.fx.GraphModule, args) -> CompiledCode:
+        device = device_of(args) or torch.device("cpu")
+        kernels = TritonKernels(device)
+        return compile_graph(
+            gm,
+            args,
+            kernels.write,
+            kernels.load,
+            prefix="triton",
+            prelude=PRELUDE,
+            wrapper=functools.partial(TritonWrapperCode, device=device),
+        )
 
 
 def compile_fx(gm: torch.fx.GraphModule, example_inputs) -> TritonCompiledGraph:
     """The backend, for `torch.compile(fn, backend=compile_fx)` or `compile_fx(gm, inputs)`."""
     return TritonCompiledGraph(gm, example_inputs)
-
-
-def compile_graph(gm: torch.fx.GraphModule, args) -> TritonCompiledCode:
-    device = device_of(args) or torch.device("cpu")
-    try:
-        graph = GraphLowering(gm, args).run()
-    except EagerOnly as error:
-        log.info("running the graph in torch: %s", error)
-        return TritonCompiledCode("", "# the graph runs in torch", [], eager_call(gm))
-    if log.isEnabledFor(logging.INFO):
-        log.info("IR before fusion:\n%s", Scheduler(graph, fuse=False))
-    scheduler = Scheduler(graph)
-    kernels = [s for s in scheduler.steps if isinstance(s, FusedKernel)]
-    for kernel in kernels:  # stage 5 names them cpp_fused_...
-        kernel.name = "triton_" + kernel.name.removeprefix("cpp_")
-    log.info("IR after fusion:\n%s", scheduler)
-    dtypes = {
-        b.name: b.layout.dtype
-        for b in [*graph.inputs, *graph.buffers]
-        if b is not None and b.layout
-    }
-    dtypes.update({name: t.dtype for name, t in graph.constants.items()})
-    writers = [variants(k, dtypes) for k in kernels]  # [kernel] or [kernel, kernel_looped]
-    try:
-        source = generate_source([w for pair in writers for w in pair])
-        if any(list(pair[-1].args) != list(pair[0].args) for pair in writers):
-            raise TritonUnsupported("a kernel's variants take different arguments")
-    except TritonUnsupported as error:
-        log.info("running the graph in torch: %s", error)
-        return TritonCompiledCode("", f"# the graph runs in torch: {error}", [], eager_call(gm))
-    params = {k.name: list(pair[0].args) for k, pair in zip(kernels, writers, strict=True)}
-    wrapper = TritonWrapperCode(graph, scheduler, params, device)
-    wrapper_source = wrapper.generate()
-    interpreted = device.type == "cpu"
-    module = load_module(source, interpreted) if kernels else None
-    device_name = "interpreter" if interpreted else torch.cuda.get_device_name(device)
-    for kernel, pair in zip(kernels, writers, strict=True):
-        fns = {False: getattr(module, pair[0].name), True: getattr(module, pair[-1].name)}
-        text = "\n".join(w.source for w in pair)
-        configs = configs_for(pair[0].shape)
-        wrapper.namespace[kernel.name] = KernelLauncher(
-            kernel.name, fns, text, configs, device_name
-        )
-    exec(compile(wrapper_source, f"<minidynamo wrapper {id(graph)}>", "exec"), wrapper.namespace)
-    path = source_path(source)[0] if kernels else None
-    compiled = TritonCompiledCode(
-        source, wrapper_source, [k.name for k in kernels], wrapper.namespace["call"], path
-    )
-    log.info("output code:\n%s", compiled.code)
-    return compiled

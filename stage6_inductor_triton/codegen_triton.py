@@ -31,6 +31,7 @@ from typing import ClassVar
 
 import torch
 
+from stage5_inductor_cpp.graph import EagerOnly
 from stage5_inductor_cpp.ir import Index, result_dtype
 from stage5_inductor_cpp.scheduler import FusedKernel, SchedulerNode
 
@@ -45,7 +46,7 @@ LOOPED_ALSO_ABOVE = 1024
 PERSISTENT_RBLOCK_MAX = 8192
 
 
-class TritonUnsupported(Exception):
+class TritonUnsupported(EagerOnly):
     """This kernel cannot be written in Triton (yet): the graph runs in torch instead."""
 
 

@@ -1,6 +1,7 @@
 """Resume functions and the liveness analysis, on real functions, without the VM."""
 
 import dis
+import os
 import types
 
 import torch
@@ -87,3 +88,18 @@ COUNTER = [1]
 def bump():
     COUNTER[0] += 1
     print("bumped", end="")
+
+
+def test_resume_functions_of_a_library_function_are_compiled():
+    # A function whose file lies in a library (here: torch's folder) is compiled when it is
+    # the one passed to compile(); the resume functions of its breaks must be compiled too.
+    source = "def f(x):\n    x = x + 1\n    if x.sum() > 0:\n        x = x * 2\n    return x - 1\n"
+    filename = os.path.join(os.path.dirname(torch.__file__), "minidynamo_library_example.py")
+    namespace = {}
+    exec(compile(source, filename, "exec"), namespace)
+    f = namespace["f"]
+    compiled = stage4_fx.compile(f)
+    x = torch.ones(3)
+    torch.testing.assert_close(compiled(x), f(x))
+    graphs = [frame.graph for frame in compiled.options.frames if frame.graph is not None]
+    assert len(graphs) == 2  # x + 1 before the break, x * 2 and x - 1 in the resume function

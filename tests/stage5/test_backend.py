@@ -2,7 +2,8 @@
 
 import torch
 
-from stage5_inductor_cpp import compile_fx
+from stage5_inductor_cpp import CompiledGraph, compile_fx
+from stage5_inductor_cpp.backend import compile_graph, load_cpp, write_cpp
 from tests.oracle import assert_same_as_eager
 from tests.stage5.helpers import check_torch_compile, kernel_logs
 
@@ -57,3 +58,24 @@ def test_kernels_log_prints_ir_and_code():
         compile_fx(torch.fx.symbolic_trace(lambda a: a.softmax(-1) * 3), [torch.randn(4, 4)])
     text = "\n".join(records)
     assert "IR before fusion" in text and "IR after fusion" in text and 'extern "C"' in text
+
+
+def test_another_code_writer_plugs_into_compile_graph():
+    """Stage 6's seam: a `CompiledGraph` subclass passes its own writer, loader and prefix."""
+    written = []
+
+    def write(kernels, dtypes):
+        written.extend(kernel.name for kernel in kernels)
+        return write_cpp(kernels, dtypes)
+
+    class Recording(CompiledGraph):
+        def compile_graph(self, gm, args):
+            return compile_graph(gm, args, write, load_cpp, prefix="recorded")
+
+    def fn(a):
+        return a.sin() + 1
+
+    x = torch.randn(8)
+    compiled = Recording(torch.fx.symbolic_trace(fn), [x])
+    torch.testing.assert_close(compiled(x), fn(x))
+    assert written == compiled.last.kernel_names == ["recorded_fused_sin_add_0"]
