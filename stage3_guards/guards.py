@@ -341,7 +341,9 @@ def _short_repr(value) -> str:
     """One line for an object: `<function f>`, `<module 'torch'>`, `<Linear module>`."""
     if isinstance(value, torch.nn.Module):
         return f"<{type(value).__name__} module>"
+    if isinstance(value, types.ModuleType):  # not "from <path>" or "(built-in)": both vary
+        return f"<module {value.__name__!r}>"
     text = repr(value).splitlines()[0]
-    if " at 0x" in text or " from " in text:  # <function f at 0x7f..>, <module 'torch' from ..>
-        text = text.split(" at 0x")[0].split(" from ")[0] + ">"
+    if " at 0x" in text:  # <function f at 0x7f..>
+        text = text.split(" at 0x")[0] + ">"
     return text

@@ -207,6 +207,13 @@ BINARY = {
     "gt": ("gt", True), "ge": ("ge", True), "logical_and": ("logical_and", None),
     "logical_or": ("logical_or", None), "logical_xor": ("logical_xor", None),
 }  # fmt: skip
+# What arithmetic means on bools in torch: add is "or", mul and minimum are "and".
+BOOLEAN = {
+    "add": "logical_or",
+    "mul": "logical_and",
+    "maximum": "logical_or",
+    "minimum": "logical_and",
+}
 OPERATORS = {
     operator.add: "add", operator.sub: "sub", operator.mul: "mul", operator.truediv: "div",
     operator.eq: "eq", operator.ne: "ne", operator.lt: "lt", operator.le: "le",
@@ -239,7 +246,9 @@ def _binary(name, op, promoted):
             compute = out.dtype
         if op == "remainder" and not compute.is_floating_point:
             raise Fallback("integer remainder: C++ '%' differs from torch and traps on 0")
-        return make_pointwise(getattr(ops, op), a, b, dtype=out.dtype, compute=compute)
+        # True + True is True in torch; a 1-bit add (Triton's) wraps to False
+        kind = BOOLEAN.get(op, op) if compute == torch.bool else op
+        return make_pointwise(getattr(ops, kind), a, b, dtype=out.dtype, compute=compute)
 
     return lower
 

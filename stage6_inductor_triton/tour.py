@@ -160,9 +160,12 @@ def tour_kernels(a, b):
     triton_calls = 300 if on_gpu else 20  # the interpreter takes milliseconds per kernel
     rows.append((f"stage 4 + stage 6: Triton, {where}", triton_fn, device_args, triton_calls))
     times = per_call_seconds(rows)
+    width = max(len(label) for label, *_ in rows)
     for (label, _, _, calls), seconds in zip(rows, times, strict=True):
         ratio = seconds / times[0]
-        print(f"  {label:<50} {seconds * 1e6:9.1f} µs  {ratio:6.1f}x eager's time  ({calls} calls)")
+        print(
+            f"  {label:<{width}} {seconds * 1e6:9.1f} µs {ratio:6.1f}x eager's time ({calls} calls)"
+        )
     print("(each: the best of 3 rounds taken in turns; calls that compile are not counted)")
     print(f"Inputs: a, b: {describe(a)}. Results equal to eager: {same}.")
 

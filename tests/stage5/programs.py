@@ -18,8 +18,11 @@ FLOATS = st.one_of(
     st.sampled_from([float("nan"), float("inf"), float("-inf"), 0.0, -0.0]),
 )
 
+# `exp` is clamped so that no step gets large arguments from it: sin(exp(6)) turns the few
+# ulp that a GPU's fast exp may differ by (inductor's Triton uses it too) into 2e-5 of error.
 UNARY = {
-    "sin": torch.sin, "exp": torch.exp, "abs": torch.abs, "neg": torch.neg, "relu": torch.relu,
+    "sin": torch.sin, "exp": lambda a: torch.exp(a).clamp(max=20), "abs": torch.abs,
+    "neg": torch.neg, "relu": torch.relu,
     "sigmoid": torch.sigmoid, "tanh": torch.tanh, "sqrt_abs": lambda a: a.abs().sqrt(),
     "isnan": torch.isnan, "floor": torch.floor, "to_float": lambda a: a.float(),
     "t": lambda a: a.transpose(0, -1), "unsqueeze": lambda a: a.unsqueeze(0),

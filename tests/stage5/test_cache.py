@@ -19,12 +19,20 @@ print(cache.stats["compiled"])
 """
 
 
-def run_process(cache_dir, k):
+def process_env(cache_dir):
+    """This environment, with the repository first on the path and the cache in `cache_dir`."""
     env = dict(os.environ, MINIDYNAMO_CACHE_DIR=str(cache_dir))
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    return env
+
+
+def run_process(cache_dir, k):
     out = subprocess.run(
-        [sys.executable, "-c", SCRIPT.format(k=k)], env=env, capture_output=True, text=True
+        [sys.executable, "-c", SCRIPT.format(k=k)],
+        env=process_env(cache_dir),
+        capture_output=True,
+        text=True,
     )
     assert out.returncode == 0, out.stderr
     return int(out.stdout.split()[-1])
@@ -37,9 +45,7 @@ def test_second_process_compiles_nothing(tmp_path):
 
 
 def test_parallel_processes_share_the_cache(tmp_path):
-    env = dict(os.environ, MINIDYNAMO_CACHE_DIR=str(tmp_path))
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env["PYTHONPATH"] = root
+    env = process_env(tmp_path)
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", SCRIPT.format(k=5)], env=env, stdout=subprocess.PIPE

@@ -85,3 +85,11 @@ def test_integer_inputs(name, device):
 )
 def test_shapes_strides_dtypes(fn, args, device):
     check_traced(fn, *args, device=device)
+
+
+@pytest.mark.parametrize("op", [torch.add, torch.mul, torch.maximum, torch.minimum])
+def test_arithmetic_on_bools(op, device):
+    # On a GPU, True + True in Triton's 1-bit ints wrapped to False; torch says True.
+    a = torch.tensor([True, True, False, False])
+    b = torch.tensor([True, False, True, False])
+    check_traced(op, a, b, device=device)
