@@ -18,13 +18,13 @@ def as_python_function(fn, n_args):
     return namespace["wrapper"]
 
 
-def compile_traced(fn):
+def compile_traced(fn, backend=compile_fx):
     """`fn` compiled on first call with the call's arguments (so compile errors compare too)."""
     state = {}
 
     def run(*args):
         gm = torch.fx.symbolic_trace(as_python_function(fn, len(args)))
-        state["compiled"] = compile_fx(gm, list(args))
+        state["compiled"] = backend(gm, list(args))
         return state["compiled"](*args)
 
     run.state = state

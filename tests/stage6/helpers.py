@@ -9,7 +9,7 @@ import torch.utils._pytree as pytree
 
 from stage6_inductor_triton import compile_fx
 from tests.oracle import assert_same_as_eager
-from tests.stage5.helpers import as_python_function
+from tests.stage5 import helpers as stage5_helpers
 
 DEVICES = ["cpu", *(["cuda"] if torch.cuda.is_available() else [])]
 
@@ -19,16 +19,8 @@ def on(device, args):
 
 
 def compile_traced(fn):
-    """`fn` compiled on first call with the call's arguments (so compile errors compare too)."""
-    state = {}
-
-    def run(*args):
-        gm = torch.fx.symbolic_trace(as_python_function(fn, len(args)))
-        state["compiled"] = compile_fx(gm, list(args))
-        return state["compiled"](*args)
-
-    run.state = state
-    return run
+    """Stage 5's `compile_traced`, with this stage's backend."""
+    return stage5_helpers.compile_traced(fn, backend=compile_fx)
 
 
 def generated_kernels(state) -> bool:
