@@ -10,7 +10,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.minidynamo-installed
 CPUS := $(shell nproc 2>/dev/null || echo 2)
 
-.PHONY: demo test lint format layering pytest docs docs-serve bench clean
+.PHONY: demo test lint format layering pytest docs docs-serve docs-check bench clean
 
 $(STAMP): pyproject.toml setup.py stage1_eval_frame/_eval_frame.c
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -44,6 +44,19 @@ docs: $(STAMP)
 
 docs-serve: $(STAMP)
 	$(VENV)/bin/mkdocs serve
+
+# The built book in a real browser, offline: every page loads, links and their
+# #anchors resolve, every Mermaid diagram is drawn; screenshots go to
+# build/docs-check/. Not in `make test`: it needs Chromium (installed here from
+# Debian's packages when missing).
+docs-check: $(STAMP)
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || { \
+	  echo "docs-check: installing Chromium (apt-get install chromium)"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
+	} || { echo "docs-check: could not install Chromium with apt-get (not root?);" \
+	  "install Debian's chromium package and run again" >&2; exit 1; }
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict --quiet --site-dir build/docs-check/site
+	$(PY) scripts/docs_check.py build/docs-check/site build/docs-check
 
 # Each benchmark prints ours vs eager vs torch.compile, side by side in one run.
 bench: $(STAMP)

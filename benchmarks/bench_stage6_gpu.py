@@ -10,17 +10,21 @@ once) divided by the time. The ceiling is the device's copy bandwidth, measured 
 with a large `dst.copy_(src)` (bytes read + bytes written). The targets: ours no
 slower than torch's inductor (time ratio <= 1.0), and at least 85% of copy bandwidth.
 
-Run: `python benchmarks/bench_stage6_gpu.py` (`make bench` runs it). Without a CUDA
+Run: `python benchmarks/bench_stage6_gpu.py` (`make bench` runs it; `--json PATH`
+also writes the results, as docs/data/bench_stage6_gpu.json). Without a CUDA
 device it prints one line and exits 0. Times are medians of `triton.testing.do_bench`
 (CUDA events, L2 flushed between runs); the first call of each compiled function,
 which compiles and tunes, happens before timing.
 """
 
+import argparse
 import sys
 
 import torch
 import torch.fx
 import torch.nn.functional as F
+
+from benchmarks import report
 
 TARGET_VS_INDUCTOR = 1.0
 TARGET_OF_COPY = 0.85
@@ -43,10 +47,10 @@ def workloads(device):
         return torch.randn(*shape, device=device)
 
     n, rows, cols = 2**26, 8192, 8192
-    yield "chain", chain, (randn(n), randn(n)), 3 * n * 4
-    yield "softmax", softmax, (randn(rows, cols),), 2 * rows * cols * 4
+    yield "chain 2^26", chain, (randn(n), randn(n)), 3 * n * 4
+    yield f"softmax {rows}x{cols}", softmax, (randn(rows, cols),), 2 * rows * cols * 4
     ln_args = (randn(rows, cols), randn(cols), randn(cols))
-    yield "layer_norm", layer_norm, ln_args, (2 * rows * cols + 2 * cols) * 4
+    yield f"layer_norm {rows}x{cols}", layer_norm, ln_args, (2 * rows * cols + 2 * cols) * 4
 
 
 def median_ms(fn) -> float:
@@ -64,9 +68,14 @@ def copy_bandwidth(device) -> float:
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", metavar="PATH", help="also write the results to PATH")
+    json_path = parser.parse_args().json
     if not torch.cuda.is_available():
         print("bench_stage6_gpu: skipped (no CUDA device; this benchmark needs a GPU)")
         return 0
+    import triton
+
     import stage6_inductor_triton
 
     device = torch.device("cuda")
@@ -74,9 +83,10 @@ def main() -> int:
     copy = copy_bandwidth(device)
     print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
     print(f"copy bandwidth (dst.copy_(src), 1 GiB): {copy / 1e9:.0f} GB/s\n")
-    columns = ["workload", "MB moved", "eager us", "GB/s", "compile us", "GB/s", "ours us", "GB/s"]
-    print("".join(c.rjust(11) for c in columns) + "  ours/inductor  ours/copy")
-    missed, codes = [], []
+    columns = ["MB moved", "eager us", "GB/s", "compile us", "GB/s", "ours us", "GB/s"]
+    print("workload".ljust(21) + "".join(c.rjust(11) for c in columns), end="")
+    print("  ours/inductor  ours/copy")
+    missed, codes, rows, targets = [], [], [], []
     for name, fn, args, nbytes in workloads(device):
         ours = stage6_inductor_triton.compile_fx(torch.fx.symbolic_trace(fn), list(args))
         inductor = torch.compile(fn)
@@ -91,12 +101,13 @@ def main() -> int:
             )
         codes.append(ours.code)
         times = [median_ms(lambda f=f, args=args: f(*args)) for f in (fn, inductor, ours)]
-        cells = [name, f"{nbytes / 1e6:.0f}"]
+        cells = [f"{nbytes / 1e6:.0f}"]
         for ms in times:
             cells += [f"{ms * 1000:.0f}", f"{nbytes / (ms / 1000) / 1e9:.0f}"]
         ratio = round(times[2] / times[1], 2)  # both at the bandwidth ceiling: 1% is noise
         of_copy = nbytes / (times[2] / 1000) / copy
-        print("".join(c.rjust(11) for c in cells) + f"{ratio:15.2f}{of_copy:11.0%}")
+        print(name.ljust(21) + "".join(c.rjust(11) for c in cells), end="")
+        print(f"{ratio:15.2f}{of_copy:11.0%}")
         if ratio > TARGET_VS_INDUCTOR:
             missed.append(
                 f"{name}: ours takes {ratio:.2f}x inductor's time (target <= {TARGET_VS_INDUCTOR})"
@@ -104,8 +115,34 @@ def main() -> int:
         if of_copy < TARGET_OF_COPY:
             target = f"target >= {TARGET_OF_COPY:.0%}"
             missed.append(f"{name}: ours reaches {of_copy:.0%} of copy bandwidth ({target})")
+        eager_us, inductor_us, ours_us = (ms * 1000 for ms in times)
+        more = {"bytes": nbytes, "ours_of_copy": round(of_copy, 2)}
+        rows.append(report.row(name, eager_us, inductor_us, ours_us, **more))
+        targets += [
+            {
+                "target": f"{name}: ours / torch.compile <= {TARGET_VS_INDUCTOR}",
+                "met": ratio <= TARGET_VS_INDUCTOR,
+            },
+            {
+                "target": f"{name}: ours >= {TARGET_OF_COPY:.0%} of copy bandwidth",
+                "met": of_copy >= TARGET_OF_COPY,
+            },
+        ]
     print()
     print("\n".join(f"target missed: {m}" for m in missed) or "all targets met")
+    if json_path:
+        report.write(
+            json_path,
+            benchmark="benchmarks/bench_stage6_gpu.py",
+            what="float32, median times of `triton.testing.do_bench`; bandwidth is the bytes "
+            "a perfect kernel moves over the time, against a 1 GiB `dst.copy_(src)`",
+            device=torch.cuda.get_device_name(),
+            labels={"torch_compile": "torch.compile (inductor)"},
+            rows=rows,
+            targets=targets,
+            extra={"copy_gb_s": round(copy / 1e9), "target_of_copy": TARGET_OF_COPY},
+            triton=triton.__version__,
+        )
     print("\nour output code:")
     print("\n".join(codes))
     return 0

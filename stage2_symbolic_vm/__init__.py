@@ -12,9 +12,11 @@ Read first: `vm.py` (the interpreter loop and one handler per opcode), then
 recorded on meta tensors), `operators.py`, `functions.py` and
 `builtins_table.py` (calls and operators), `builder.py` (outside values and
 their assumptions), `errors.py` (where it stops), and `trace.py` and
-`sources.py` (what stages 3 and 4 consume).
+`sources.py` (what stages 3 and 4 consume). `diagrams.py` draws a trace
+(Mermaid, for the book).
 """
 
+from .diagrams import trace_diagram
 from .errors import BREAK_KINDS, Unsupported
 from .sources import Assumption, Source
 from .trace import Node, Trace, replay
@@ -33,4 +35,5 @@ __all__ = [
     "handled_opnames",
     "replay",
     "trace",
+    "trace_diagram",
 ]

@@ -7,7 +7,8 @@ with new code that calls the compiled graph and rebuilds the result
 (`codegen.py`, `convert.py`). Where the VM stops, the frame is cut: the graph
 so far runs, the one untraceable instruction runs in Python, and a resume
 function holding the rest of the bytecode (`resume.py`) is compiled in turn.
-`breaks.py` says why each break happened; `explain.py` reports it all.
+`breaks.py` says why each break happened; `explain.py` reports it all, and
+`diagrams.py` draws graphs and breaks (Mermaid, for the book).
 Read `convert.py` first, then `resume.py`.
 
     >>> opt = stage4_fx.compile(fn, backend="eager")
@@ -17,6 +18,7 @@ Read `convert.py` first, then `resume.py`.
 from .backends import BackendCompilerFailed, list_backends, lookup_backend, register_backend
 from .breaks import GraphBreak, GraphBreakError
 from .compile import compile, reset
+from .diagrams import breaks_diagram, graph_diagram
 from .explain import ExplainOutput, explain
 
 __all__ = [
@@ -24,8 +26,10 @@ __all__ = [
     "ExplainOutput",
     "GraphBreak",
     "GraphBreakError",
+    "breaks_diagram",
     "compile",
     "explain",
+    "graph_diagram",
     "list_backends",
     "lookup_backend",
     "register_backend",

@@ -6,10 +6,12 @@ compiles it once per graph (cached on disk), and calls it from a generated
 Python wrapper. Read in this order: ir.py, lowering.py (+ views.py,
 decompositions.py), graph.py, scheduler.py, codegen_cpp.py, cache.py,
 wrapper.py, backend.py, frontend.py (`compile(fn)`: stage 4's frontend with this backend).
+`diagrams.py` draws the kernels before and after fusion (Mermaid, for the book).
 """
 
 from .backend import CompiledGraph, compile_fx
 from .cache import CompilationError
+from .diagrams import fusion_diagram
 from .frontend import compile
 
-__all__ = ["CompilationError", "CompiledGraph", "compile", "compile_fx"]
+__all__ = ["CompilationError", "CompiledGraph", "compile", "compile_fx", "fusion_diagram"]

@@ -3,16 +3,19 @@
 `CppOverrides` is the op -> C++ table; `CppKernel` is the handler that the IR's
 `inner_fn`s call while a kernel is written: every op becomes one typed, named
 temporary (`float tmp3 = std::sin(tmp1);`), identical expressions are emitted once.
+A value that a reduction loop stashed in an output (`FusedKernel.stash`) is loaded
+back from it, and the temporaries that computed it again are dropped.
 A Triton backend needs its own overrides table and kernel template, nothing else.
 """
 
 import contextlib
 import math
+import re
 import typing
 
 import torch
 
-from .ir import result_dtype
+from .ir import Printer, result_dtype
 from .scheduler import FusedKernel, SchedulerNode
 
 CTYPES = {
@@ -114,11 +117,13 @@ class CppOverrides:
 
 
 class Value(str):
-    """A C++ expression (usually a temporary's name) that knows its dtype."""
+    """A C++ expression (usually a temporary's name) that knows its dtype, and as `key`
+    the IR's text of what it computes (`exp(sub(arg0[4096*x0 + r0], buf0[x0]))`)."""
 
-    def __new__(cls, text, dtype):
+    def __new__(cls, text, dtype, key=None):
         value = super().__new__(cls, text)
         value.dtype = dtype
+        value.key = key
         return value
 
 
@@ -137,6 +142,7 @@ class CppKernel:
     """Writes one `FusedKernel` as an `extern "C"` function; the ops handler while it runs."""
 
     overrides = CppOverrides
+    keys = Printer()  # makes each Value's `key`, the IR's text the scheduler compares
 
     def __init__(self, kernel: FusedKernel, dtypes: dict[str, torch.dtype]):
         self.kernel = kernel
@@ -145,36 +151,48 @@ class CppKernel:
         self.scopes: list[dict] = [{}]  # per C++ block: expression or buffer -> Value
         self.lines: list[str] = []
         self.count = 0
+        self.stashed: dict[str, tuple[str, str]] = {}  # buffer -> (key, C++ load) it holds
+        self.read_back: dict[str, str] = {}  # in the loop being written: key -> C++ load
 
     # ------------------------------------------------------------------ the ops handler
 
-    def emit(self, expr: str, dtype) -> Value:
+    def emit(self, expr: str, dtype, key: str) -> Value:
+        expr = self.read_back.get(key, expr)  # a reduction loop left this value in a buffer
         for scope in reversed(self.scopes):
             if expr in scope:
                 return scope[expr]
-        name = Value(f"tmp{self.count}", dtype)
+        name = Value(f"tmp{self.count}", dtype, key)
         self.count += 1
         self.lines.append(f"{self.overrides.ctype(dtype)} {name} = {expr};")
         self.scopes[-1][expr] = name
         return name
 
     def load(self, name: str, index) -> Value:
+        key = self.keys.load(name, index)
         for scope in reversed(self.scopes):
             if ("local", name) in scope:
-                return scope[("local", name)]
+                local = scope[("local", name)]
+                return Value(local, local.dtype, key)
         self.args.setdefault(name, "in")
-        return self.emit(f"{name}[{index}]", self.dtypes[name])
+        return self.emit(f"{name}[{index}]", self.dtypes[name], key)
 
     def constant(self, value, dtype) -> Value:
-        return Value(self.overrides.constant(value, dtype), dtype)
+        return Value(self.overrides.constant(value, dtype), dtype, self.keys.constant(value, dtype))
 
     def to_dtype(self, x: Value, dtype) -> Value:
-        return x if x.dtype == dtype else self.emit(self.overrides.to_dtype(x, dtype), dtype)
+        if x.dtype == dtype:
+            return x
+        return self.emit(self.overrides.to_dtype(x, dtype), dtype, self.keys.to_dtype(x.key, dtype))
 
     def __getattr__(self, op: str):
         if op not in self.overrides.FORMATS:
             raise AttributeError(op)
-        return lambda *args: self.emit(self.overrides.format(op, *args), result_dtype(op, args))
+
+        def write(*args):
+            key = getattr(self.keys, op)(*[a.key for a in args])
+            return self.emit(self.overrides.format(op, *args), result_dtype(op, args), key)
+
+        return write
 
     # ------------------------------------------------------------------ structure
 
@@ -209,10 +227,23 @@ class CppKernel:
             for node in nodes:
                 self.define(node, node.call_inner_fn(self, n_outer), n_outer)
             return
+        self.read_back = dict(
+            self.stashed.pop(node.name) for node in nodes if node.name in self.stashed
+        )
         with self.block() as body:
             for node in nodes:
                 self.define(node, node.call_inner_fn(self, n_outer), n_outer)
+        self.read_back = {}
+        body = without_unused_temporaries(body)
         self.lines += loop_nest("r", inner, body, "#pragma omp simd" if simd else "")
+
+    def stash(self, node: SchedulerNode, value: Value, body: list[str], n_outer: int):
+        """Store a reduction loop's value into the buffer the scheduler chose, to be read back."""
+        target = next(n for n in self.kernel.nodes if n.name == self.kernel.stash[node.name])
+        store = f"{target.name}[{target.store_index(n_outer)}]"
+        self.args[target.name] = "out"
+        body.append(f"{store} = {value};  // read back by {target.name}'s loop")
+        self.stashed[target.name] = (value.key, store)
 
     def reduction_loop(self, node: SchedulerNode, n_outer: int):
         data = node.buffer.data
@@ -239,6 +270,8 @@ class CppKernel:
             pragma += f" reduction(|:{acc}_nan)"
         with self.block() as body:
             value = node.call_inner_fn(self, n_outer)
+            if node.name in self.kernel.stash:
+                self.stash(node, value, body, n_outer)
             body.append(update.format(acc=acc, v=value, t=t))
             if track_nan:
                 body.append(f"{acc}_nan |= ({value} != {value});")
@@ -264,6 +297,8 @@ class CppKernel:
         )
         with self.block() as body:
             value = node.call_inner_fn(self, n_outer)
+            if node.name in self.kernel.stash:
+                self.stash(node, value, body, n_outer)
             body.append(
                 f"if (!({acc} != {acc}) && ({value} != {value} || {value} {better} {acc})) "
                 f"{{ {acc} = {value}; {acc}_index = {flat}; }}"
@@ -293,6 +328,18 @@ class CppKernel:
             params.append(f"{const}{self.overrides.ctype(self.dtypes[name])}* __restrict__ {name}")
         signature = f'extern "C" void {kernel.name}({", ".join(params)})'
         return "\n".join([signature, "{", *indent(lines), "}"])
+
+
+def without_unused_temporaries(lines: list[str]) -> list[str]:
+    """Drop the temporaries nothing reads: those a value read back from a stash replaced."""
+    kept, used = [], set()
+    for line in reversed(lines):
+        defined = re.match(r"\w+ (tmp\d+) = ", line)
+        if defined and defined[1] not in used:
+            continue
+        used.update(re.findall(r"\btmp\d+\b", line))
+        kept.append(line)
+    return kept[::-1]
 
 
 def _strides(ranges):

@@ -9,6 +9,7 @@ eager would raise for a bad graph.
 
 import copy
 import dataclasses
+import operator
 import warnings
 
 import torch
@@ -36,6 +37,10 @@ log = get_logger("kernels")
 # below it, recomputing in each consumer is cheaper than a round trip through memory.
 REUSE_COST = 20
 MAX_INLINE_COST = 200
+
+# `mm(a, b) + bias` is one GEMM that adds the bias as it writes (`torch.addmm`).
+MATMULS = {operator.matmul, torch.matmul, torch.mm, torch.Tensor.matmul, torch.Tensor.mm}
+ADDS = {operator.add, torch.add, "add"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -73,6 +78,13 @@ def _is_ir(value) -> bool:
 
 def _has_tensor(value) -> bool:
     return any(isinstance(v, torch.Tensor) for v in pytree.tree_leaves(value))
+
+
+def broadcasts_to(shape, target) -> bool:
+    """Whether `shape` broadcasts to `target` without growing it."""
+    if len(shape) > len(target):
+        return False
+    return all(s in (1, t) for s, t in zip(reversed(shape), reversed(target), strict=False))
 
 
 class GraphLowering:
@@ -160,6 +172,8 @@ class GraphLowering:
             result = target(*args, **kwargs)  # shape arithmetic (`x.size(0) * 2`): known now
             if not _has_tensor(result):
                 return result
+        if (addmm := self.bias_add(node, args, kwargs)) is not None:
+            return addmm
         lowering = LOWERINGS.get(node.target) if node.op != "call_module" else None
         self.current_target = (
             node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
@@ -219,6 +233,40 @@ class GraphLowering:
         if (len(node.users) > 1 and value.cost > REUSE_COST) or value.cost > MAX_INLINE_COST:
             return self.realize(value)
         return value
+
+    def bias_add(self, node, args, kwargs) -> BufferView | None:
+        """`a @ b + bias` as one extern `torch.addmm(bias, a, b)`, or None if it is not one.
+
+        Inductor's post-grad pass does the same (torch/_inductor/fx_passes/post_grad.py):
+        the GEMM library adds the bias as it writes, which saves a pass over the result.
+        Only when the product is used by this add alone, on 2-D float tensors.
+        """
+        if node.target not in ADDS or kwargs or len(args) != 2:
+            return None
+        for product, mm, bias in ((node.args[0], *args), (node.args[1], *args[::-1])):
+            extern = mm.buffer if isinstance(mm, BufferView) else None
+            if not (isinstance(extern, ExternKernel) and extern.target in MATMULS):
+                continue
+            a, b = extern.args
+            bias = self.realize(bias) if isinstance(bias, Pointwise) else bias
+            tensors = (a, b, bias)
+            if (
+                len(product.users) != 1
+                or extern.kwargs
+                or not all(isinstance(t, BufferView) for t in tensors)
+                or {t.dtype for t in tensors} != {extern.layout.dtype}
+                or not extern.layout.dtype.is_floating_point
+                or len(a.ranges) != 2
+                or len(b.ranges) != 2
+                or not broadcasts_to(bias.ranges, mm.ranges)
+            ):
+                continue
+            # The product moves to here, after the bias is computed; it keeps its name.
+            self.buffers.remove(extern)
+            addmm = dataclasses.replace(extern, target=torch.addmm, args=(bias, a, b))
+            self.buffers.append(addmm)
+            return BufferView(addmm, addmm.layout)
+        return None
 
     def extern(self, node, target, args, kwargs):
         """Call torch at run time; a meta run now gives the result's layout (or eager's error)."""

@@ -159,6 +159,23 @@ class OpCounter:
         return record
 
 
+class Recorder:
+    """A handler that runs another one and keeps every value it returns, in order."""
+
+    def __init__(self, handler):
+        self.handler = handler
+        self.values: list = []
+
+    def __getattr__(self, name):
+        method = getattr(self.handler, name)
+
+        def record(*args):
+            self.values.append(method(*args))
+            return self.values[-1]
+
+        return record
+
+
 # ----------------------------------------------------------------------------- what is computed
 
 
@@ -201,8 +218,12 @@ def index_vars(prefix: str, n: int) -> list[Index]:
     return [Index.var(f"{prefix}{i}") for i in range(n)]
 
 
-class _Printer:
-    """A handler that rebuilds an expression as text, for `__str__` and the logs."""
+class Printer:
+    """A handler that rebuilds an expression as text, for `__str__` and the logs.
+
+    The text names every load and op, so two values with the same text are the same
+    value: the scheduler and the C++ codegen use it as a key to find a recomputation.
+    """
 
     def load(self, name, index):
         return f"{name}[{index}]"
@@ -218,7 +239,7 @@ class _Printer:
 
 
 def describe(fn, n_index: int, n_rindex: int | None = None) -> str:
-    with set_handler(_Printer()):
+    with set_handler(Printer()):
         if n_rindex is None:
             return str(fn(index_vars("x", n_index)))
         return str(fn(index_vars("x", n_index), index_vars("r", n_rindex)))

@@ -125,16 +125,19 @@ class WrapperCode:
         for node in step.nodes:
             if node.name in step.local:
                 continue
-            layout = node.buffer.layout
             if node.name in reuse:
                 self.lines.append(f"    {node.name} = {reuse[node.name]}  # reuse")
             else:
-                size, stride, dtype = layout.size, layout.stride, layout.dtype
-                self.lines.append(
-                    f"    {node.name} = empty_strided({size}, {stride}, dtype={dtype})"
-                )
+                self.lines.append(f"    {node.name} = {self.allocation(node.buffer.layout)}")
+        self.lines.append(f"    {self.launch(step)}")
+
+    # The two lines a backend changes (stage 6: on the device, on a grid).
+    def allocation(self, layout) -> str:
+        return f"empty_strided({layout.size}, {layout.stride}, dtype={layout.dtype})"
+
+    def launch(self, step: FusedKernel) -> str:
         pointers = ", ".join(f"{name}.data_ptr()" for name in self.kernel_params[step.name])
-        self.lines.append(f"    {step.name}({pointers})")
+        return f"{step.name}({pointers})"
 
     def extern_call(self, step: ExternCall):
         buffer = step.buffer

@@ -37,20 +37,15 @@ class TritonWrapperCode(WrapperCode):
         self.device = device
         self.namespace.update(grid=grid)
 
-    def kernel_call(self, step: FusedKernel, reuse: dict[str, str]):
-        for node in step.nodes:
-            if node.name in step.local:
-                continue
-            layout = node.buffer.layout
-            if node.name in reuse:
-                self.lines.append(f"    {node.name} = {reuse[node.name]}  # reuse")
-            else:
-                self.lines.append(
-                    f"    {node.name} = empty_strided({layout.size}, {layout.stride}, "
-                    f"dtype={layout.dtype}, device='{self.device}')"
-                )
+    def allocation(self, layout) -> str:
+        return (
+            f"empty_strided({layout.size}, {layout.stride}, "
+            f"dtype={layout.dtype}, device='{self.device}')"
+        )
+
+    def launch(self, step: FusedKernel) -> str:
         args = ", ".join(self.kernel_params[step.name])
-        self.lines.append(f"    {step.name}.run({args}, grid=grid({math.prod(step.outer)}))")
+        return f"{step.name}.run({args}, grid=grid({math.prod(step.outer)}))"
 
 
 class TritonKernels:

@@ -43,11 +43,78 @@ def test_layer_norm_is_at_most_two_kernels():
     check_both(lambda t, w, b: F.layer_norm(t, (64,), w, b), x, w, b)
 
 
-def test_mlp_fuses_bias_and_activation_between_externs():
+def test_mlp_adds_biases_in_the_gemm_and_fuses_the_activation_between_externs():
     x, w, b = torch.randn(8, 16), torch.randn(16, 16), torch.randn(16)
     fn = lambda x, w, b: torch.relu(x @ w + b) @ w + b  # noqa: E731
-    assert len(kernels(fn, x, w, b)) == 2
+    assert kernels(fn, x, w, b) == ["cpp_fused_relu_1"]
+    code = compile_fx(torch.fx.symbolic_trace(fn), [x, w, b]).code
+    assert code.count("# addmm") == 2 and "# matmul" not in code
     check_traced(fn, x, w, b)
+
+
+@pytest.mark.parametrize(
+    "fn, args",
+    [
+        (lambda x, w, b: x @ w + b, (torch.randn(4, 3), torch.randn(3, 5), torch.randn(5))),
+        (
+            lambda x, w, b: b + torch.mm(x, w),
+            (torch.randn(4, 3), torch.randn(3, 5), torch.randn(4, 1)),
+        ),
+        (
+            lambda x, w, b: x.matmul(w) + b * 2,
+            (torch.randn(4, 3), torch.randn(3, 5), torch.randn(1, 5)),
+        ),
+    ],
+)
+def test_bias_add_becomes_addmm(fn, args):
+    code = compile_fx(torch.fx.symbolic_trace(fn), list(args)).code
+    assert "# addmm" in code and "# matmul" not in code and "# mm" not in code
+    check_traced(fn, *args)
+
+
+def product_and_sum(x, w, b):
+    product = x @ w
+    return product + b, product
+
+
+@pytest.mark.parametrize(
+    "fn, args, why",
+    [
+        (
+            product_and_sum,
+            (torch.randn(4, 3), torch.randn(3, 5), torch.randn(5)),
+            "product used twice",
+        ),
+        (
+            lambda x, w, b: x @ w + b,
+            (torch.randn(4, 3), torch.randn(3, 5), torch.randn(2, 4, 5)),
+            "bias grows the result",
+        ),
+        (
+            lambda x, w, b: x @ w + b,
+            (torch.randn(2, 4, 3), torch.randn(3, 5), torch.randn(5)),
+            "batched",
+        ),
+        (
+            lambda x, w, b: x @ w + b,
+            (torch.randn(4, 3), torch.randn(3, 5), torch.randn(5, dtype=torch.float64)),
+            "dtypes differ",
+        ),
+        (
+            lambda x, w, b: x @ w + b,
+            (
+                torch.ones(4, 3, dtype=torch.int64),
+                torch.ones(3, 5, dtype=torch.int64),
+                torch.ones(5, dtype=torch.int64),
+            ),
+            "integers",
+        ),
+    ],
+)
+def test_bias_add_stays_an_add_when_addmm_would_differ(fn, args, why):
+    code = compile_fx(torch.fx.symbolic_trace(fn), list(args)).code
+    assert "# addmm" not in code, why
+    check_traced(fn, *args)
 
 
 def schedule(fn, *args, fuse=True):
@@ -115,3 +182,69 @@ def test_output_code_is_printable_and_names_kernels():
     assert "def call(args):" in code
     assert 'extern "C" void cpp_fused_sin_cos_mul_add_sub_relu_0' in code
     assert "#pragma omp" in code
+
+
+def softmax_of_exp(x):
+    e = torch.exp(x - x.amax(-1, keepdim=True))
+    return e / e.sum(-1, keepdim=True)
+
+
+def test_softmax_stashes_exp_in_its_output():
+    x = torch.randn(16, 32)
+    (kernel,) = schedule(softmax_of_exp, x).steps
+    assert kernel.stash == {"buf1": "buf2"}  # the sum's values wait in the output
+    code = compile_fx(torch.fx.symbolic_trace(softmax_of_exp), [x]).code
+    assert code.count("std::exp(") == 1  # the last loop reads exp back instead
+    assert "buf2[32*x0 + r0] = tmp3;  // read back by buf2's loop" in code
+    check_both(softmax_of_exp, x)
+
+
+def test_a_value_is_stashed_once_and_read_back_by_its_outputs_loop():
+    def fn(x):
+        e = torch.exp(x - x.amax(-1, keepdim=True))
+        p = e / e.sum(-1, keepdim=True)
+        return p, e * p.amax(-1, keepdim=True)  # a second reduction of e, a second output
+
+    x = torch.randn(16, 32)
+    with kernel_logs() as records:
+        (kernel,) = schedule(fn, x).steps
+    assert kernel.stash == {"buf1": "buf3"}
+    assert any("already holds another reduction's values" in r for r in records)
+    code = compile_fx(torch.fx.symbolic_trace(fn), [x]).code
+    assert code.count("std::exp(") == 2  # the max of p computes e again; both outputs read it
+    check_traced(fn, x)
+
+
+def exp_in_double(x):
+    e = x.double().exp()
+    return (e / e.sum(-1, keepdim=True)).float()
+
+
+def exp_broadcast_over_more_elements(x, y):
+    e = x.exp()
+    return (e / e.sum(-1, keepdim=True)).unsqueeze(-1) * y
+
+
+@pytest.mark.parametrize(
+    "fn, shapes, reason",
+    [
+        (exp_in_double, [(16, 32)], "the value is torch.float64, the buffer torch.float32"),
+        (exp_broadcast_over_more_elements, [(16, 8), (16, 8, 4)], "other inner ranges"),
+    ],
+)
+def test_values_are_not_stashed_where_the_output_cannot_hold_them(fn, shapes, reason):
+    args = [torch.randn(shape) for shape in shapes]
+    with kernel_logs() as records:
+        (kernel,) = schedule(fn, *args).steps
+    assert kernel.stash == {}
+    assert any(reason in r for r in records)
+    check_traced(fn, *args)
+
+
+def test_cheap_values_are_computed_again_not_stashed():
+    def fn(x):
+        y = x * x + 1
+        return y / y.sum(-1, keepdim=True)
+
+    (kernel,) = schedule(fn, torch.randn(16, 32)).steps
+    assert kernel.stash == {}

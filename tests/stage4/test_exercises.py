@@ -1,0 +1,75 @@
+"""The exercises at the end of docs/stage4_fx.md (skipped unless MINIDYNAMO_EXERCISES=1).
+
+MINIDYNAMO_EXERCISES=1 .venv/bin/python -m pytest tests/stage4/test_exercises.py -q
+"""
+
+import os
+import sys
+
+import pytest
+import torch
+
+import stage4_fx
+from tests.oracle import assert_same_as_eager
+from tests.stage4 import functions_table
+from tests.stage4.functions_table import DynamicModule
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get("MINIDYNAMO_EXERCISES") != "1",
+    reason="exercises: set MINIDYNAMO_EXERCISES=1 to check your solutions",
+)
+
+
+def counting_backend():
+    graphs = []
+
+    def backend(gm, example_inputs):
+        graphs.append(gm)
+        return gm.forward
+
+    return backend, graphs
+
+
+def test_resume_count():
+    report = stage4_fx.explain(DynamicModule())(torch.ones(4))
+    assert report.resume_count == 2  # one per side of the branch, both made at the cut
+    assert "Resume Functions: 2" in str(report)
+    assert stage4_fx.explain(functions_table.add)(torch.ones(3), torch.ones(3)).resume_count == 0
+
+
+def call_from_here(x, fn):
+    return fn(x) + 1
+
+
+def test_skip_a_module():
+    x = torch.ones(3)
+    backend, graphs = counting_backend()
+    skipped = stage4_fx.compile(functions_table.double, backend=backend, skip=[functions_table])
+    assert_same_as_eager(skipped, functions_table.double, x)
+    assert graphs == []  # the function asked for lives in a skipped module: it runs as it is
+
+    here = sys.modules[__name__]
+    compiled = stage4_fx.compile(call_from_here, backend=backend, skip=[here])
+    assert_same_as_eager(compiled, call_from_here, x, functions_table.double)
+    assert len(graphs) == 1  # the frame of `double`, called from a skipped frame, is compiled
+    assert [n.target.__name__ for n in graphs[0].graph.nodes if n.op == "call_function"] == ["mul"]
+
+
+def test_suppress_errors():
+    calls = []
+
+    def broken(gm, example_inputs):
+        calls.append(gm)
+        raise RuntimeError("this backend compiles nothing")
+
+    def fn(x):
+        return x.sin() + 1
+
+    with pytest.raises(stage4_fx.BackendCompilerFailed):
+        stage4_fx.compile(fn, backend=broken)(torch.ones(3))
+    calls.clear()
+    forgiving = stage4_fx.compile(fn, backend=broken, suppress_errors=True)
+    assert_same_as_eager(forgiving, fn, torch.ones(3), captured=lambda: len(calls) == 1)
+    cut = functions_table.add_then_print  # a graph break: the backend fails on its first graph
+    forgiving = stage4_fx.compile(cut, backend=broken, suppress_errors=True)
+    assert_same_as_eager(forgiving, cut, torch.ones(3))

@@ -1,0 +1,47 @@
+"""The exercises at the end of docs/stage5_inductor_cpp.md (skipped unless MINIDYNAMO_EXERCISES=1).
+
+MINIDYNAMO_EXERCISES=1 .venv/bin/python -m pytest tests/stage5/test_exercises.py -q
+"""
+
+import os
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from tests.stage5.helpers import check_traced
+
+pytestmark = pytest.mark.skipif(
+    os.environ.get("MINIDYNAMO_EXERCISES") != "1",
+    reason="exercises: set MINIDYNAMO_EXERCISES=1 to check your solutions",
+)
+
+x = torch.randn(6, 8)
+specials = torch.tensor(
+    [[float("nan"), 1.0, -2.0, 0.5], [float("inf"), float("-inf"), 0.0, -0.0]]
+).repeat(1, 2)
+
+
+def check_lowered(fn, *args, kernels=1):
+    """Compiled equals eager, and the op became C++ (at most `kernels` kernels), not torch."""
+    compiled = check_traced(fn, *args).last
+    assert "extern" not in compiled.wrapper_source, f"torch ran the op:\n{compiled.wrapper_source}"
+    assert 1 <= len(compiled.kernel_names) <= kernels, compiled.kernel_names
+
+
+def test_hardsigmoid():
+    for args in (x * 4, specials):
+        check_lowered(F.hardsigmoid, args)
+
+
+def test_sign():
+    for args in (x, specials, torch.randint(-3, 4, (5, 7))):  # NaN's sign is 0
+        check_lowered(torch.sign, args)
+
+
+def test_logsumexp():
+    infinities = torch.tensor([[float("-inf")] * 3, [float("inf")] * 3, [1.0, float("-inf"), 2.0]])
+    for args in (x, specials, infinities):
+        check_lowered(lambda a: torch.logsumexp(a, 1), args)  # one kernel, as softmax over rows
+        check_lowered(lambda a: torch.logsumexp(a, (0, 1)), args)
+        check_lowered(lambda a: torch.logsumexp(a, 0, True), args, kernels=2)  # as softmax(a, 0)

@@ -1,0 +1,44 @@
+"""The exercises at the end of docs/stage6_inductor_triton.md (skipped unless asked for).
+
+MINIDYNAMO_EXERCISES=1 .venv/bin/python -m pytest tests/stage6/test_exercises.py -q
+"""
+
+import os
+import re
+
+import pytest
+import torch
+
+from tests.stage5.test_lowering import specials
+from tests.stage6.helpers import DEVICES, check_traced
+
+pytestmark = [
+    pytest.mark.skipif(
+        os.environ.get("MINIDYNAMO_EXERCISES") != "1",
+        reason="exercises: set MINIDYNAMO_EXERCISES=1 to check your solutions",
+    ),
+    pytest.mark.parametrize("device", DEVICES),
+]
+
+LONG_ROWS = {  # rows longer than PERSISTENT_RBLOCK_MAX: only the looped kernel is written
+    "sum": lambda a: a.sum(1),
+    "amax_nan": lambda a: torch.where(a > 2.5, float("nan"), a).amax(1),
+    "argmin_nan": lambda a: torch.where(a > 2.5, float("nan"), a).argmin(1),
+    "softmax": lambda a: torch.softmax(a, -1),
+}
+
+
+@pytest.mark.parametrize("name", LONG_ROWS)
+def test_looped_reduction_folds_each_block(name, device):
+    compiled = check_traced(LONG_ROWS[name], torch.randn(2, 9000), device=device)
+    shapes = re.findall(r"(acc_\w+) = tl\.full\(\[XBLOCK, (\w+)\]", compiled.code)
+    assert shapes, f"no looped reduction in:\n{compiled.code}"
+    assert all(width == "1" for _, width in shapes), f"accumulators {shapes}: expected [XBLOCK, 1]"
+
+
+def test_sign(device):
+    for args in (torch.randn(6, 8), specials, torch.randint(-3, 4, (5, 7))):  # NaN's sign is 0
+        compiled = check_traced(torch.sign, args, device=device).last
+        assert "extern" not in compiled.wrapper_source, compiled.wrapper_source
+        assert "runs in torch" not in compiled.wrapper_source, compiled.wrapper_source
+        assert compiled.kernel_names, "no Triton kernel was written"
