@@ -77,16 +77,22 @@ class Trace:
         return "\n".join(lines)
 
 
-def format_argument(value) -> str:
-    if isinstance(value, Node):
-        return repr(value)
+def trace_node_name(value) -> str | None:
+    return repr(value) if isinstance(value, Node) else None
+
+
+def format_argument(value, name_of=trace_node_name) -> str:
+    """An op's argument as code reads it; `name_of` names the nodes (stage 4 names FX's)."""
+    if (name := name_of(value)) is not None:
+        return name
     if isinstance(value, tuple):
-        inner = ", ".join(format_argument(v) for v in value)
+        inner = ", ".join(format_argument(v, name_of) for v in value)
         return f"({inner},)" if len(value) == 1 else f"({inner})"
     if isinstance(value, list):
-        return "[" + ", ".join(format_argument(v) for v in value) + "]"
+        return "[" + ", ".join(format_argument(v, name_of) for v in value) + "]"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{k!r}: {format_argument(v)}" for k, v in value.items()) + "}"
+        items = (f"{k!r}: {format_argument(v, name_of)}" for k, v in value.items())
+        return "{" + ", ".join(items) + "}"
     if isinstance(value, slice):
         return f"slice({value.start!r}, {value.stop!r}, {value.step!r})"
     return target_name(value) if callable(value) and not isinstance(value, type) else repr(value)

@@ -13,7 +13,7 @@ objects, so the pictures cannot drift from what the code does.
 import torch.fx
 
 from stage2_symbolic_vm.diagrams import assignment, fence, label, node_id
-from stage2_symbolic_vm.trace import target_name
+from stage2_symbolic_vm.trace import format_argument, target_name
 
 from .breaks import GraphBreak
 from .convert import CompiledFrame
@@ -54,17 +54,12 @@ def _call(node: torch.fx.Node) -> str:
     return f"{target_name(node.target)}({', '.join(args)})"
 
 
+def fx_node_name(value) -> str | None:
+    return value.name if isinstance(value, torch.fx.Node) else None
+
+
 def _argument(value) -> str:
-    if isinstance(value, torch.fx.Node):
-        return value.name
-    if isinstance(value, tuple):
-        inner = ", ".join(_argument(v) for v in value)
-        return f"({inner},)" if len(value) == 1 else f"({inner})"
-    if isinstance(value, list):
-        return "[" + ", ".join(_argument(v) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k!r}: {_argument(v)}" for k, v in value.items()) + "}"
-    return repr(value)
+    return format_argument(value, fx_node_name)
 
 
 def breaks_diagram(report: ExplainOutput) -> str:

@@ -13,21 +13,12 @@ import stage4_fx
 from tests.oracle import assert_same_as_eager
 from tests.stage4 import functions_table
 from tests.stage4.functions_table import DynamicModule
+from tests.stage4.test_known_answers import counting_backend
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("MINIDYNAMO_EXERCISES") != "1",
     reason="exercises: set MINIDYNAMO_EXERCISES=1 to check your solutions",
 )
-
-
-def counting_backend():
-    graphs = []
-
-    def backend(gm, example_inputs):
-        graphs.append(gm)
-        return gm.forward
-
-    return backend, graphs
 
 
 def test_resume_count():
