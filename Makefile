@@ -40,10 +40,10 @@ pytest: $(STAMP)
 	$(VENV)/bin/pytest -n $(CPUS) -q
 
 docs: $(STAMP)
-	$(VENV)/bin/mkdocs build --strict
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 docs-serve: $(STAMP)
-	$(VENV)/bin/mkdocs serve
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve
 
 # The built book in a real browser, offline: every page loads, links and their
 # #anchors resolve, every Mermaid diagram is drawn; screenshots go to
