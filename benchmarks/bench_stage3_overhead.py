@@ -95,7 +95,7 @@ def main():
                     },
                 )
             ],
-            targets=[{"target": target, "met": met}],
+            targets=[report.target(target, met)],
             extra={"ours_overhead_vs_torch_compile": round(ratio, 2)},
         )
 

@@ -107,10 +107,6 @@ def compile_time(which: str, cache: str) -> float:
     return float(out.stdout.strip().splitlines()[-1])
 
 
-def target(text: str, met: bool) -> dict:
-    return {"target": text, "met": met}
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
@@ -134,7 +130,7 @@ def main():
         )
         rows.append(report.row(name, t_eager * 1e3, t_ind * 1e3, t_ours * 1e3))
         targets.append(
-            target(
+            report.target(
                 f"{name}: ours / torch.compile <= {TARGET_VS_INDUCTOR}",
                 t_ours / t_ind <= TARGET_VS_INDUCTOR,
             )
@@ -142,7 +138,7 @@ def main():
         if fn is chain:
             speedup = t_eager / t_ours
             targets.append(
-                target(
+                report.target(
                     f"{name}: eager / ours >= {TARGET_CHAIN_VS_EAGER}",
                     speedup >= TARGET_CHAIN_VS_EAGER,
                 )
@@ -158,14 +154,13 @@ def main():
     )
     print(f"warm start of the chain (fresh process, disk cache): ours {ours_warm:.3f} s")
     targets += [
-        target(
+        report.target(
             f"cold compile: ours / torch.compile <= {TARGET_COLD_VS_TORCH}",
             ours_cold / inductor_cold <= TARGET_COLD_VS_TORCH,
         ),
-        target(f"warm start < {TARGET_WARM_S} s", ours_warm < TARGET_WARM_S),
+        report.target(f"warm start < {TARGET_WARM_S} s", ours_warm < TARGET_WARM_S),
     ]
-    missed = [t["target"] for t in targets if not t["met"]]
-    print("\n".join(f"target missed: {m}" for m in missed) or "all targets met")
+    print(report.verdict(targets))
     if arguments.json:
         report.write(
             arguments.json,

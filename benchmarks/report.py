@@ -69,6 +69,17 @@ def row(workload: str, eager_us: float, torch_compile_us: float, ours_us: float,
     }
 
 
+def target(text: str, met: bool) -> dict:
+    """One target of the benchmark's issue, and whether this run met it."""
+    return {"target": text, "met": bool(met)}
+
+
+def verdict(targets: list[dict]) -> str:
+    """The line a benchmark ends with: each missed target, or that all were met."""
+    missed = [f"target missed: {t['target']}" for t in targets if not t["met"]]
+    return "\n".join(missed) or "all targets met"
+
+
 def write(path, *, benchmark, what, device, rows, targets=(), labels=None, extra=None, triton=None):
     """Write one run's results to `path` in the format above, with the date and versions.
 

@@ -74,7 +74,7 @@ def specialization_key(args):
     key = []
     for arg in args:
         if isinstance(arg, torch.Tensor):
-            key.append((tuple(arg.shape), arg.stride(), arg.dtype, str(arg.device)))
+            key.append((tuple(arg.shape), arg.stride(), arg.dtype, arg.device))
         elif isinstance(arg, (int, float, bool)) or arg is None:
             key.append((type(arg), arg))
         else:
@@ -99,10 +99,16 @@ class CompiledGraph:
         if self.whole_graph_reason:
             return self.whole_graph_reason
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
-        if any(t.device.type != "cpu" for t in tensors):
-            return "a tensor is not on the CPU"
+        if reason := self.device_reason(tensors):
+            return reason
         if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
             return "autograd needs the graph (the kernels have no backward)"
+        return None
+
+    def device_reason(self, tensors) -> str | None:
+        """Why the kernels cannot run on these tensors' devices; stage 6 runs CUDA too."""
+        if any(t.device.type != "cpu" for t in tensors):
+            return "a tensor is not on the CPU"
         return None
 
     def compile_graph(self, gm: torch.fx.GraphModule, args) -> CompiledCode:
@@ -110,9 +116,10 @@ class CompiledGraph:
         return compile_graph(gm, args)
 
     def specialize(self, args):
-        reason = self.eager_reason(args)
+        if self.eager_reason(args):
+            return None
         key = specialization_key(args)
-        if reason or key is None:
+        if key is None:
             return None
         if key not in self.specializations:
             self.specializations[key] = self.compile_graph(self.gm, args)

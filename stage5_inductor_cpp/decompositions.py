@@ -184,9 +184,9 @@ def layer_norm(graph, out, x, normalized_shape, weight=None, bias=None, eps=1e-5
     for param in (weight, bias):
         if param is not None and (param.dtype != x.dtype or tuple(param.ranges) != shape):
             raise Fallback("layer_norm's weight or bias does not match the input: torch decides")
-    dims = list(range(len(x.ranges) - len(normalized_shape), len(x.ranges)))
+    dims = list(range(len(x.ranges) - len(shape), len(x.ranges)))
     dtype = out.dtype
-    count = float(_numel(normalized_shape))
+    count = float(_numel(shape))
     mu = make_pointwise(
         ops.truediv, make_reduction(graph, x, dims, True, "sum", dtype, dtype), count, dtype=dtype
     )

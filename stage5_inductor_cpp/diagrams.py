@@ -19,7 +19,7 @@ import torch.utils._pytree as pytree
 from stage2_symbolic_vm.diagrams import fence, label, node_id
 
 from .graph import GraphLowering
-from .ir import BufferView, Layout
+from .ir import BufferView
 from .scheduler import ExternCall, FusedKernel, Scheduler
 
 
@@ -51,7 +51,7 @@ def _schedule(scheduler: Scheduler, side: str) -> list[str]:
     for step in scheduler.steps:
         if isinstance(step, ExternCall):
             name = step.buffer.name
-            text = f"{name} = extern {getattr(step.buffer.target, '__name__', step.buffer.target)}"
+            text = f"{name} = extern {step.buffer.op_name}"
             lines.append(f"    {node_id(side, name)}[/{label(text)}/]")
             produced.add(name)
             edges += [(view.buffer.name, name) for view in step.buffer.inputs()]
@@ -59,7 +59,7 @@ def _schedule(scheduler: Scheduler, side: str) -> list[str]:
         lines.append(f"    subgraph {node_id(side, step.name)}[{label(step.name)}]")
         for node in step.nodes:
             ops = ", ".join(dict.fromkeys(node.op_names()))
-            text = f"{node.name} = {ops}\n{_shape(node.buffer.layout)}"
+            text = f"{node.name} = {ops}\n{node.buffer.layout.short}"
             if node.name in step.local:
                 local.add(node.name)
                 lines.append(
@@ -76,7 +76,7 @@ def _schedule(scheduler: Scheduler, side: str) -> list[str]:
     edges += [(name, "output") for name in dict.fromkeys(outputs)]
     inputs = []
     for name in dict.fromkeys(read for read, _ in edges if read not in produced):
-        text = f"{name}\n{_shape(layouts[name])}" if name in layouts else name
+        text = f"{name}\n{layouts[name].short}" if name in layouts else name
         inputs.append(f"    {node_id(side, name)}([{label(text)}])")
     lines = inputs + lines
     lines.append(f"    {node_id(side, 'output')}[[{label('output')}]]")
@@ -84,7 +84,3 @@ def _schedule(scheduler: Scheduler, side: str) -> list[str]:
         arrow = "-.->" if read in local else "-->"
         lines.append(f"    {node_id(side, read)} {arrow} {node_id(side, reader)}")
     return lines
-
-
-def _shape(layout: Layout) -> str:
-    return str(layout.dtype).removeprefix("torch.") + str(list(layout.size))

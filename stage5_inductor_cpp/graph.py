@@ -248,13 +248,12 @@ class GraphLowering:
             if not (isinstance(extern, ExternKernel) and extern.target in MATMULS):
                 continue
             a, b = extern.args
-            bias = self.realize(bias) if isinstance(bias, Pointwise) else bias
-            tensors = (a, b, bias)
             if (
                 len(product.users) != 1
                 or extern.kwargs
-                or not all(isinstance(t, BufferView) for t in tensors)
-                or {t.dtype for t in tensors} != {extern.layout.dtype}
+                or not all(isinstance(t, BufferView) for t in (a, b))
+                or not isinstance(bias, BufferView | Pointwise)
+                or {t.dtype for t in (a, b, bias)} != {extern.layout.dtype}
                 or not extern.layout.dtype.is_floating_point
                 or len(a.ranges) != 2
                 or len(b.ranges) != 2
@@ -262,6 +261,7 @@ class GraphLowering:
             ):
                 continue
             # The product moves to here, after the bias is computed; it keeps its name.
+            bias = self.realize(bias)
             self.buffers.remove(extern)
             addmm = dataclasses.replace(extern, target=torch.addmm, args=(bias, a, b))
             self.buffers.append(addmm)

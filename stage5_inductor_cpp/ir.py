@@ -96,10 +96,14 @@ class Layout:
             for (_, st), want in zip(pairs, contiguous_strides([s for s, _ in pairs]), strict=True)
         )
 
+    @property
+    def short(self) -> str:
+        """`float32[64, 128]`: the dtype and the size."""
+        return str(self.dtype).removeprefix("torch.") + str(list(self.size))
+
     def __str__(self) -> str:
-        dtype = str(self.dtype).removeprefix("torch.")
         offset = f", offset={self.offset}" if self.offset else ""
-        return f"{dtype}{list(self.size)} stride={list(self.stride)}{offset}"
+        return f"{self.short} stride={list(self.stride)}{offset}"
 
 
 # ----------------------------------------------------------------------------- the ops handler
@@ -305,9 +309,13 @@ class ExternKernel(Buffer):
         visit(self.kwargs)
         return found
 
+    @property
+    def op_name(self) -> str:
+        """What the call is named after in printouts: `matmul`, `addmm`, `Conv2d`."""
+        return getattr(self.target, "__name__", type(self.target).__name__)
+
     def __str__(self) -> str:
-        name = getattr(self.target, "__name__", str(self.target))
-        return f"{self.name}: {self.layout if self.is_tensor else 'object'} = extern {name}"
+        return f"{self.name}: {self.layout if self.is_tensor else 'object'} = extern {self.op_name}"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -145,8 +145,7 @@ class WrapperCode:
         self.namespace[target] = buffer.target
         args = [self.value(a) for a in buffer.args]
         args += [f"{k}={self.value(v)}" for k, v in buffer.kwargs.items()]
-        label = getattr(buffer.target, "__name__", type(buffer.target).__name__)
-        self.lines.append(f"    {buffer.name} = {target}({', '.join(args)})  # {label}")
+        self.lines.append(f"    {buffer.name} = {target}({', '.join(args)})  # {buffer.op_name}")
         if buffer.is_tensor:
             size, stride = buffer.layout.size, buffer.layout.stride
             self.lines.append(f"    {buffer.name} = with_layout({buffer.name}, {size}, {stride})")

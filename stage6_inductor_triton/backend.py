@@ -88,16 +88,14 @@ def device_of(args) -> torch.device | None:
 class TritonCompiledGraph(CompiledGraph):
     """Stage 5's compiled graph, for tensors on one device: CUDA, or the CPU (interpreted)."""
 
-    def eager_reason(self, args) -> str | None:
-        if self.whole_graph_reason:
-            return self.whole_graph_reason
-        tensors = [a for a in args if isinstance(a, torch.Tensor)]
-        if tensors and device_of(tensors) is None:
+    def device_reason(self, tensors) -> str | None:
+        if not tensors:
+            return None
+        device = device_of(tensors)
+        if device is None:
             return "the tensors are on several devices"
-        if tensors and device_of(tensors).type not in ("cuda", "cpu"):
-            return f"Triton does not run on {device_of(tensors).type}"
-        if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
-            return "autograd needs the graph (the kernels have no backward)"
+        if device.type not in ("cuda", "cpu"):
+            return f"Triton does not run on {device.type}"
         return None
 
     def compile_graph(self, gm: torch.fx.GraphModule, args) -> CompiledCode:

@@ -133,3 +133,9 @@ def test_every_recorded_file_has_the_format_and_renders(path):
     assert all(set(t) == {"target", "met"} for t in data["targets"])
     text = report.markdown(path.stem)
     assert text.count("```mermaid") == 1 and data["device"] in text
+
+
+def test_the_verdict_names_each_missed_target():
+    targets = [report.target("a <= 1.0", True), report.target("b >= 3", False)]
+    assert report.verdict(targets) == "target missed: b >= 3"
+    assert report.verdict(targets[:1]) == "all targets met"
