@@ -12,7 +12,7 @@ it to the stage-1 hook in `jit(fn)` (`jit.py`). Read them in that order.
     >>> f(torch.ones(8), torch.ones(8))     # compiled; later calls hit the cache
 """
 
-from .cache import CacheEntry, Config, Counters, FrameCache, config, counters
+from .cache import CacheEntry, CompilerWarning, Config, Counters, FrameCache, config, counters
 from .guard_function import GuardFunction, compile_guards, failure_reason
 from .guards import GUARD_BUILDERS, Check, Guard, GuardError, build_guards
 from .jit import jit, reset
@@ -21,6 +21,7 @@ from .replay import Replay, compile_replay
 __all__ = [
     "GUARD_BUILDERS",
     "CacheEntry",
+    "CompilerWarning",
     "Check",
     "Config",
     "Counters",

@@ -13,8 +13,10 @@ torch keeps this list in the code object's "extra" slot, walked in C
 """
 
 import functools
+import os
 import threading
-from dataclasses import dataclass, fields
+import warnings
+from dataclasses import dataclass, field, fields
 
 from stage1_eval_frame import call_unhooked
 from stage1_eval_frame.logs import get_logger
@@ -35,9 +37,18 @@ class Config:
     """Knobs with torch's names (`torch._dynamo.config.recompile_limit`)."""
 
     recompile_limit: int = 8  # entries per code object before it runs eagerly for good
+    # An error inside the compiler that is not a named `Unsupported` is a bug of ours. A user
+    # gets one warning per frame and the frame runs eagerly; in strict mode (on in the test
+    # suite, MINIDYNAMO_STRICT=1) the error is raised instead, so that no test passes by
+    # silently comparing eager with eager (torch: `torch._dynamo.config.suppress_errors`).
+    strict: bool = field(default_factory=lambda: os.environ.get("MINIDYNAMO_STRICT") == "1")
 
 
 config = Config()
+
+
+class CompilerWarning(UserWarning):
+    """A frame runs eagerly because the compiler itself failed on it (a bug, not a limit)."""
 
 
 @dataclass
@@ -168,20 +179,30 @@ class FrameCache:
         Most of the VM's `Unsupported` stops are properties of the code (a
         branch on a tensor's value, an unsupported call), so the frame runs
         eagerly from then on; an error of the operation itself ("eager_error":
-        a shape mismatch) and any other failure concern this call only, and
-        eager will raise the user's error. The user's call never sees ours.
+        a shape mismatch) concerns this call only, and eager will raise the
+        user's error. Any other exception is a bug of the compiler: strict mode
+        raises it, otherwise the user gets one warning and the frame runs
+        eagerly from then on. The user's call never sees our errors.
         """
         counters.eager += 1
-        if isinstance(error, Unsupported) and error.kind != "eager_error":
-            self.eager_reason = f"cannot be captured whole: {error.reason}"
+        if isinstance(error, Unsupported) and error.kind == "eager_error":
+            frames_log.info("%s runs eagerly this time: %s", self.describe(), error.reason)
+            return None
+        if isinstance(error, (Unsupported, GuardError)):
+            self.eager_reason = f"cannot be captured whole: {error}".splitlines()[0]
             frames_log.info("%s runs eagerly from now on: %s", self.describe(), self.eager_reason)
-        else:
-            frames_log.info(
-                "%s runs eagerly this time; compiling failed: %s: %s",
-                self.describe(),
-                type(error).__name__,
-                error,
-            )
+            return None
+        if config.strict:
+            raise error
+        self.eager_reason = f"the compiler failed: {type(error).__name__}: {error}"
+        frames_log.info("%s runs eagerly from now on: %s", self.describe(), self.eager_reason)
+        warnings.warn(
+            f"minidynamo could not compile {self.describe()} and runs it eagerly from now on "
+            f"(the results are eager's). This is a bug of minidynamo: {type(error).__name__}: "
+            f"{error}. Set stage3_guards.config.strict = True to see the traceback.",
+            CompilerWarning,
+            stacklevel=2,
+        )
         return None
 
     def log_new_entry(self, entry: CacheEntry):

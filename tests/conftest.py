@@ -6,6 +6,13 @@ import pathlib
 import pytest
 from hypothesis import HealthCheck, settings
 
+import stage3_guards
+
+# Strict mode: an internal error of the compiler raises instead of running the frame eagerly
+# with a warning, so that no test passes by comparing eager with eager. Subprocesses too.
+stage3_guards.config.strict = True
+os.environ["MINIDYNAMO_STRICT"] = "1"
+
 settings.register_profile(
     "ci",
     max_examples=60,

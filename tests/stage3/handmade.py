@@ -10,6 +10,7 @@ import operator
 
 import torch
 
+from stage2_symbolic_vm.errors import Unsupported
 from stage2_symbolic_vm.sources import ClosureSource, GlobalSource, ItemSource, LocalSource
 from stage2_symbolic_vm.trace import Trace
 
@@ -121,4 +122,6 @@ HANDMADE = {
 
 def handmade_trace(fn, *args, **kwargs):
     """A stand-in for `stage2_symbolic_vm.trace` that knows the functions above."""
+    if fn.__code__ not in HANDMADE:
+        raise Unsupported("untraceable_call", f"no handmade trace for {fn.__name__}")
     return HANDMADE[fn.__code__](fn, *args, **kwargs)

@@ -3,10 +3,12 @@
 import logging
 import threading
 import types
+import warnings
 
 import pytest
 import torch
 
+import stage3_guards
 from stage2_symbolic_vm.errors import Unsupported
 from stage3_guards import CacheEntry, FrameCache, compile_guards, compile_replay, config, counters
 from stage3_guards.guards import build_guards
@@ -83,7 +85,17 @@ def test_unsupported_runs_eagerly_from_then_on():
     assert (counters.eager, counters.compiled) == (2, 0)
 
 
-def test_a_compiler_error_runs_this_call_eagerly_and_tries_again_next_time():
+def test_a_compiler_error_raises_in_strict_mode():
+    def broken(frame):
+        raise RuntimeError("a bug in the compiler")
+
+    cache = FrameCache(add.__code__, broken)
+    with pytest.raises(RuntimeError, match="a bug in the compiler"):
+        call(cache, add, torch.ones(2), torch.ones(2))
+
+
+def test_a_compiler_error_warns_once_and_runs_eagerly_from_then_on(monkeypatch):
+    monkeypatch.setattr(stage3_guards.config, "strict", False)
     attempts = []
 
     def broken(frame):
@@ -92,9 +104,13 @@ def test_a_compiler_error_runs_this_call_eagerly_and_tries_again_next_time():
 
     cache = FrameCache(add.__code__, broken)
     x = torch.ones(2)
-    torch.testing.assert_close(call(cache, add, x, x), x + x)
-    torch.testing.assert_close(call(cache, add, x, x), x + x)
-    assert len(attempts) == 2 and cache.eager_reason is None
+    with pytest.warns(stage3_guards.CompilerWarning, match="a bug in the compiler"):
+        torch.testing.assert_close(call(cache, add, x, x), x + x)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no second warning, no second attempt
+        torch.testing.assert_close(call(cache, add, x, x), x + x)
+    assert len(attempts) == 1
+    assert cache.eager_reason == "the compiler failed: RuntimeError: a bug in the compiler"
 
 
 def test_a_guard_that_raises_is_a_miss():

@@ -159,7 +159,7 @@ def test_the_limit_warning_is_logged_once(caplog):
 
 
 def test_an_uncapturable_function_runs_eagerly():
-    def branchy(x):  # no handmade trace: the stand-in VM raises KeyError
+    def branchy(x):  # no handmade trace: the stand-in VM says Unsupported
         return x + 1
 
     f = jit(branchy)
