@@ -2,12 +2,22 @@
 
 This is where the trace starts to rely on the outside world, so this is where
 most assumptions are made: a tensor becomes an `input` node and a "tensor"
-assumption, a list fixes its type and length, a module or function its
-identity. Constants are assumed only when their value is used
-(ConstantVariable.as_python_constant). torch/_dynamo/variables/builder.py
+assumption, a list fixes its type and length, a module or a class its
+identity, a function its code. Constants are assumed only when their value is
+used (ConstantVariable.as_python_constant). torch/_dynamo/variables/builder.py
 (VariableBuilder) does the same, with many more cases.
+
+An assumption may only be about something that existed before the call (a
+guard runs before the next call, on that call's values): so a function is
+recognised by its code, not by its identity (a lambda passed to a resume
+function is made anew on every call), a bound method by its function and its
+object, an instance of a user class by its type and the attributes read.
+A value with no source (found inside something made during the trace) is
+wrapped without any assumption.
 """
 
+import collections
+import functools
 import types
 
 import torch
@@ -18,29 +28,36 @@ from .builtins_table import (
     PythonModuleVariable,
     is_modeled_builtin,
 )
+from .containers import DictVariable, ListVariable, SetVariable, TupleVariable
 from .errors import Unsupported
 from .functions import (
     TORCH_CONSTANT_CLASSES,
     TORCH_MODULES,
+    TORCH_QUERIES,
     NNModuleVariable,
+    PartialVariable,
     TorchVariable,
     UserFunctionVariable,
     is_torch_function,
 )
-from .sources import ItemSource
+from .objects import UserClassVariable, UserObjectVariable, is_python_class
+from .sources import attr_of, item_of
 from .variables import (
+    BoundMethodVariable,
     ConstantVariable,
-    DictVariable,
-    ListVariable,
+    LazyVariable,
     ObjectVariable,
     TensorVariable,
-    TupleVariable,
     is_constant_value,
 )
+
+DICT_TYPES = (dict, collections.OrderedDict, collections.defaultdict, types.MappingProxyType)
 
 
 def wrap(tx, value, source):
     """The Variable for an outside `value` found at `source`; one Variable per source."""
+    if source is None:
+        return wrap_new(tx, value, None)
     cache = tx.wrapped
     if source not in cache:
         cache[source] = wrap_new(tx, value, source)
@@ -49,31 +66,83 @@ def wrap(tx, value, source):
 
 def wrap_new(tx, value, source):
     trace = tx.trace
+
+    def assume(kind):
+        if source is not None:
+            trace.assume(kind, source)
+
+    def item(v, key):
+        return LazyVariable(v, item_of(source, key))
+
     if isinstance(value, torch.Tensor):
+        if source is None:
+            raise Unsupported("unsupported_value", "a tensor the frame cannot reach again")
         return wrap_tensor(tx, value, source)
     if is_constant_value(value):
-        return ConstantVariable(value, source, trace)
+        return ConstantVariable(value, source, trace if source is not None else None)
     if type(value) in (list, tuple):
-        trace.assume("type", source)
-        trace.assume("length", source)
-        items = [wrap(tx, v, ItemSource(source, i)) for i, v in enumerate(value)]
+        assume("type")
+        assume("length")
+        items = [tx.read(item(v, i)) for i, v in enumerate(value)]
         return (ListVariable if type(value) is list else TupleVariable)(items, source)
-    if type(value) is dict:
+    if isinstance(value, tuple) and hasattr(type(value), "_fields"):  # a namedtuple
+        assume("type")
+        items = [tx.read(item(v, i)) for i, v in enumerate(value)]
+        return TupleVariable(items, source, tuple_type=type(value))
+    if type(value) in DICT_TYPES:
         if not all(is_constant_value(k) for k in value):
             raise Unsupported(
-                "unsupported_value", f"{source.describe()} has keys that are not constants"
+                "unsupported_value", f"{_where(source)} has keys that are not constants"
             )
-        trace.assume("type", source)
-        trace.assume("dict_keys", source)
-        return DictVariable(
-            {k: wrap(tx, v, ItemSource(source, k)) for k, v in value.items()}, source
-        )
-    trace.assume("id", source)  # from here on, the trace relies on this very object
-    if isinstance(value, torch.nn.Module):
-        return NNModuleVariable(value, source)
+        assume("type")
+        assume("dict_keys")
+        factory = getattr(value, "default_factory", None)
+        factory_var = None
+        if factory is not None:
+            factory_var = tx.read(LazyVariable(factory, attr_of(source, "default_factory")))
+        items = {k: item(v, k) for k, v in value.items()}  # read (and assumed about) when used
+        if source is None:
+            items = {k: tx.read(v) for k, v in items.items()}
+        return DictVariable(items, source, type(value), factory_var)
+    if type(value) in (set, frozenset):
+        assume("constant")
+        return SetVariable([ConstantVariable(v) for v in value], source, type(value))
+    if is_modeled_builtin(value) and isinstance(value, types.FunctionType):
+        assume("id")  # a Python function of the standard library the VM models (signature)
+        return BuiltinVariable(value, source)
     if isinstance(value, types.FunctionType):
-        return UserFunctionVariable.from_function(value, source)
+        assume("function")  # the code, not the object: see the module docstring
+        return UserFunctionVariable.from_function(value, source, trace)
+    if isinstance(value, types.MethodType):
+        assume("type")
+        function = wrap(tx, value.__func__, attr_of(source, "__func__"))
+        return function.bound_to(wrap(tx, value.__self__, attr_of(source, "__self__")))
+    if isinstance(value, types.BuiltinMethodType) and not isinstance(
+        value.__self__, (types.ModuleType, type(None))
+    ):  # `xs.append`, `dict.fromkeys`: a method of an object, by its object and name
+        assume("type")
+        if source is not None:
+            trace.assume("constant", attr_of(source, "__name__"))
+        return BoundMethodVariable(
+            wrap(tx, value.__self__, attr_of(source, "__self__")), value.__name__
+        )
+    if isinstance(value, functools.partial):
+        assume("type")
+        fn = wrap(tx, value.func, attr_of(source, "func"))
+        args = wrap(tx, value.args, attr_of(source, "args")).items
+        kwargs = wrap(tx, value.keywords, attr_of(source, "keywords")).items
+        return PartialVariable(fn, args, {k: tx.read(v) for k, v in kwargs.items()}, source)
+    if isinstance(value, torch.nn.Module):
+        assume("id")
+        return NNModuleVariable(value, source)
+    if not isinstance(value, type) and is_python_class(type(value)):
+        assume("type")  # an instance of a user class: its type and the attributes read
+        cls_var = wrap(tx, type(value), attr_of(source, "__class__"))
+        return UserObjectVariable(value, cls_var, source, trace if source is not None else None)
+    assume("id")  # from here on, the trace relies on this very object
     if any(value is m for m in TORCH_MODULES) or is_torch_function(value):
+        return TorchVariable(value, source)
+    if _is_query(value):
         return TorchVariable(value, source)
     if any(value is c for c in TORCH_CONSTANT_CLASSES):
         return TorchVariable(value, source)
@@ -81,7 +150,20 @@ def wrap_new(tx, value, source):
         return PythonModuleVariable(value, source)
     if is_modeled_builtin(value):
         return BuiltinVariable(value, source)
-    return ObjectVariable(value, source, trace)
+    if is_python_class(value):
+        return UserClassVariable(value, source)
+    return ObjectVariable(value, source, trace if source is not None else None)
+
+
+def _is_query(value) -> bool:
+    try:
+        return value in TORCH_QUERIES
+    except TypeError:  # unhashable
+        return False
+
+
+def _where(source) -> str:
+    return source.describe() if source is not None else "a value"
 
 
 def wrap_tensor(tx, value, source):
@@ -90,4 +172,4 @@ def wrap_tensor(tx, value, source):
     meta = torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device="meta")
     meta.requires_grad_(value.requires_grad)
     node = tx.trace.add_node("input", None, source=source, meta=meta, lineno=tx.lineno)
-    return TensorVariable(node, meta, value.device, fresh=False, source=source, type_=type(value))
+    return TensorVariable(node, meta, value.device, source=source, type_=type(value))

@@ -1,61 +1,56 @@
-"""Python builtins, `math` and `operator`: one small function per builtin, in one table.
+"""Python builtins and the standard library the VM models: one small function each, one table.
 
 Most builtins fold: on constants they are simply called (`min(2, 3)` is 2 in
-the trace). The few that build iterators (`range`, `enumerate`, `zip`) make
-an IteratorVariable that a `for` loop unrolls. `operator` functions on
-tensors are recorded like the Python operators they stand for. Anything not
-in the table is a call the VM cannot trace, such as `print`
-(torch/_dynamo/variables/builtin.py is this table, 2,000 lines long).
+the trace). The ones that build iterators (`range`, `enumerate`, `zip`, `map`,
+`filter`, `itertools.*`) make an iterator Variable that a `for` loop unrolls.
+`operator` functions on tensors are recorded like the Python operators they
+stand for. Anything not in the table is a call the VM cannot trace, such as
+`print` (torch/_dynamo/variables/builtin.py is this table, 2,000 lines long).
 """
 
 import builtins
+import collections
+import functools
+import inspect
+import itertools
 import math
 import operator
 import types
 
-from .errors import Unsupported
-from .functions import SuperVariable
-from .operators import binary_op, unary_op
-from .variables import (
-    ConstantVariable,
-    DictVariable,
-    DictViewVariable,
+from .containers import DictVariable, ListVariable, SequenceVariable, SetVariable, TupleVariable
+from .errors import ObservedAttributeError, ObservedException, Unsupported
+from .functions import PartialVariable, SuperVariable, UserFunctionVariable
+from .iterators import (
+    ITERTOOLS,
+    ChainIteratorVariable,
+    FilterIteratorVariable,
     IteratorVariable,
-    ListVariable,
+    ListIteratorVariable,
+    MapIteratorVariable,
+    ZipIteratorVariable,
+)
+from .operators import binary_op, compare_op, unary_op
+from .variables import (
+    UNKNOWN,
+    BoundMethodVariable,
+    ConstantVariable,
+    ExceptionVariable,
     ObjectVariable,
-    SequenceVariable,
     TensorVariable,
-    TupleVariable,
     Variable,
     constant_args,
 )
 
 # Builtins that are pure functions of constants: folded when every argument is a constant.
-FOLDABLE = {
-    abs,
-    all,
-    any,
-    bool,
-    chr,
-    complex,
-    divmod,
-    float,
-    int,
-    max,
-    min,
-    ord,
-    pow,
-    round,
-    sorted,
-}
-FOLDABLE |= {str, repr, format, slice, hash}
+FOLDABLE = {abs, all, any, bool, chr, complex, divmod, float, int, max, min, ord, pow, round}
+FOLDABLE |= {sorted, str, repr, format, slice, hash, bin, hex, oct, ascii}
 # Builtins that a tensor answers with a tensor op (`abs(x)` is `x.__abs__()`).
 TENSOR_BUILTINS = {abs, pow, divmod, round}
-PYTHON_MODULES = (math, operator)
+PYTHON_MODULES = (math, operator, itertools, functools, collections)
 
 
 class BuiltinVariable(Variable):
-    """A builtin function, or a function of `math` / `operator`."""
+    """A builtin function or class, or a function of the standard library the VM models."""
 
     def __init__(self, fn, source=None):
         self.fn, self.source = fn, source
@@ -65,6 +60,30 @@ class BuiltinVariable(Variable):
 
     def as_python_object(self):
         return self.fn
+
+    def identity(self):
+        return self.fn
+
+    def get_attr(self, tx, name):
+        if (self.fn, name) in CLASS_METHODS or (
+            isinstance(self.fn, type)
+            and isinstance(getattr(self.fn, name, None), types.MethodDescriptorType)
+        ):
+            return BoundMethodVariable(self, name)
+        if name in ("__name__", "__qualname__", "__module__"):
+            return ConstantVariable(getattr(self.fn, name))
+        if not hasattr(self.fn, name):
+            raise ObservedAttributeError(f"{self.fn!r} has no attribute {name!r}")
+        raise Unsupported("unsupported_value", f"attribute {name!r} of {self.fn!r}")
+
+    def call_method(self, tx, name, args, kwargs):
+        """`dict.fromkeys(...)`, `str.join(sep, parts)`: a class method, or a method called
+        through its class with the object first."""
+        if (self.fn, name) in CLASS_METHODS:
+            return CLASS_METHODS[self.fn, name](tx, *args, **kwargs)
+        if not args:
+            raise ObservedException(TypeError(f"{self.fn.__name__}.{name}() needs an object"))
+        return args[0].call_method(tx, name, args[1:], kwargs)
 
     def call(self, tx, args, kwargs):
         handler = HANDLERS.get(self.fn)
@@ -88,15 +107,17 @@ class BuiltinVariable(Variable):
             )
         if isinstance(self.fn, type) and issubclass(self.fn, BaseException):
             args, kwargs = constant_args(args, kwargs)  # an exception about to be raised
-            return ObjectVariable(self.fn(*args, **kwargs))
+            return ExceptionVariable(self.fn(*args, **kwargs))
         if self.fn is bool and len(args) == 1:
             return ConstantVariable(args[0].truth(tx))
+        if self.fn in (str, repr) and len(args) == 1 and args[0].identity() is not UNKNOWN:
+            return ConstantVariable(self.fn(args[0].identity()))  # `str(cls)` of a class
         raise Unsupported(
             "untraceable_call", f"call to `{self.fn.__name__}`, which the VM does not trace"
         )
 
     def __repr__(self):
-        return f"BuiltinVariable({self.fn.__name__})"
+        return f"BuiltinVariable({getattr(self.fn, '__name__', self.fn)})"
 
 
 def operator_call(tx, fn, args, kwargs):
@@ -111,39 +132,46 @@ def operator_call(tx, fn, args, kwargs):
 
 
 class PythonModuleVariable(Variable):
-    """`math` or `operator`: their functions fold on constants."""
+    """`math`, `operator`, `itertools`, `functools`, `collections`: modules the VM knows."""
 
     def __init__(self, module, source):
         self.module, self.source = module, source
 
+    def identity(self):
+        return self.module
+
     def get_attr(self, tx, name):
         if not hasattr(self.module, name):
-            raise Unsupported("eager_error", f"module {self.module.__name__!r} has no {name!r}")
+            raise ObservedAttributeError(f"module {self.module.__name__!r} has no {name!r}")
         value = getattr(self.module, name)
-        return BuiltinVariable(value) if callable(value) else ConstantVariable(value)
+        if isinstance(value, types.ModuleType) or not callable(value):
+            return tx.wrap(value, None)
+        return BuiltinVariable(value)
 
 
 def length(tx, value):
     if isinstance(value, TensorVariable):
         if value.meta.dim() == 0:
-            raise Unsupported("eager_error", "len() of a 0-d tensor")
+            raise ObservedException(TypeError("len() of a 0-d tensor"))
         return ConstantVariable(value.meta.shape[0])
-    if isinstance(value, (SequenceVariable, DictVariable, DictViewVariable)):
+    if isinstance(value, (SequenceVariable, DictVariable, SetVariable)):
         return ConstantVariable(len(value.items))
     if value.is_python_constant():
         return ConstantVariable(tx.run_python(len, value.as_python_constant()))
     if hasattr(value, "module"):  # a ModuleList, Sequential or ModuleDict
         return ConstantVariable(len(value.unpack(tx)))
-    raise Unsupported("unsupported_value", f"len() of {value}")
+    return value.call_method(tx, "__len__", [], {})
 
 
 def class_of(value):
     """The class(es) named by the second argument of isinstance."""
     if isinstance(value, TupleVariable):
         return tuple(class_of(v) for v in value.items)
-    if not hasattr(value, "as_python_object"):
+    if value.is_python_constant() and isinstance(value.as_python_constant(), tuple):
+        return value.as_python_constant()
+    if value.identity() is UNKNOWN:
         raise Unsupported("unsupported_value", f"isinstance() against {value}")
-    return value.as_python_object()
+    return value.identity()
 
 
 def is_instance(tx, value, classes):
@@ -152,40 +180,70 @@ def is_instance(tx, value, classes):
     return ConstantVariable(tx.run_python(issubclass, value.python_type(), class_of(classes)))
 
 
+def is_subclass(tx, cls, classes):
+    return ConstantVariable(tx.run_python(issubclass, class_of(cls), class_of(classes)))
+
+
+def type_(tx, value, *rest):
+    if rest:
+        raise Unsupported("untraceable_call", "type() with three arguments makes a class")
+    return tx.wrap(value.python_type(), None)
+
+
 def enumerate_(tx, iterable, start=None):
     first = start.as_python_constant() if start is not None else 0
-    items = iterable.unpack(tx)
-    return IteratorVariable(
-        TupleVariable([ConstantVariable(first + i), v]) for i, v in enumerate(items)
-    )
+    counter = ITERTOOLS[itertools.count](tx, ConstantVariable(first))
+    return ZipIteratorVariable([counter, iterable.iterate(tx)])
 
 
 def zip_(tx, *iterables, strict=None):
-    columns = [it.unpack(tx) for it in iterables]
-    if strict is not None and strict.as_python_constant() and len({len(c) for c in columns}) > 1:
-        raise Unsupported("eager_error", "zip() arguments have different lengths")
-    return IteratorVariable(TupleVariable(row) for row in zip(*columns, strict=False))
+    strict = strict is not None and strict.as_python_constant()
+    return ZipIteratorVariable([it.iterate(tx) for it in iterables], strict)
 
 
 def next_(tx, iterator, *default):
     if not isinstance(iterator, IteratorVariable):
-        raise Unsupported("unsupported_value", f"next() of {iterator}")
-    item = iterator.next_item()
+        raise ObservedException(TypeError(f"{iterator} is not an iterator"))
+    item = iterator.next_item(tx)
     if item is None and not default:
-        raise Unsupported("eager_error", "next() raises StopIteration")
+        raise ObservedException(StopIteration())
     return default[0] if item is None else item
 
 
+def iter_(tx, value, *sentinel):
+    if sentinel:
+        raise Unsupported("untraceable_call", "iter(callable, sentinel)")
+    return value.iterate(tx)
+
+
 def dict_(tx, *args, **kwargs):
-    items = {}
-    if args and isinstance(args[0], DictVariable):
-        items.update(args[0].items)
-    elif args:
-        for pair in args[0].unpack(tx):
-            key, value = pair.unpack(tx)
-            items[key.as_python_constant()] = value
-    items.update(kwargs)
-    return DictVariable(items)
+    result = DictVariable({})
+    result.update(tx, args[0] if args else None, kwargs)
+    return result
+
+
+def ordered_dict(tx, *args, **kwargs):
+    result = dict_(tx, *args, **kwargs)
+    result.dict_type = collections.OrderedDict
+    return result
+
+
+def default_dict(tx, factory=None, *args, **kwargs):
+    result = dict_(tx, *args, **kwargs)
+    result.dict_type = collections.defaultdict
+    result.default_factory = factory if factory is not None else ConstantVariable(None)
+    return result
+
+
+def fromkeys(dict_type):
+    def make(tx, keys, value=None):
+        value = value if value is not None else ConstantVariable(None)
+        result = DictVariable({}, dict_type=dict_type)
+        for key in keys.unpack(tx):
+            result.setitem(tx, key, value)
+        return result
+
+    return make
 
 
 def sum_(tx, iterable, start=None):
@@ -195,16 +253,45 @@ def sum_(tx, iterable, start=None):
     return total
 
 
+def all_any(want):
+    """`all` / `any` stop at the first item that decides, as eager does."""
+
+    def fold(tx, iterable):
+        iterator = iterable.iterate(tx)
+        while (item := iterator.next_item(tx)) is not None:
+            if item.truth(tx) == want:
+                return ConstantVariable(want)
+        return ConstantVariable(not want)
+
+    return fold
+
+
 def min_max(fn):
-    def fold(tx, *args, **kwargs):
+    def fold(tx, *args, key=None, default=None):
         values = args[0].unpack(tx) if len(args) == 1 else list(args)
-        if kwargs or not all(v.is_python_constant() for v in values):
+        if not values and default is not None:
+            return default
+        keys = values if key is None else [key.call(tx, [v], {}) for v in values]
+        if not all(k.is_python_constant() for k in keys):
             raise Unsupported(
                 "data_dependent_branch", f"`{fn.__name__}()` of tensors compares their values"
             )
-        return ConstantVariable(tx.run_python(fn, [v.as_python_constant() for v in values]))
+        constants = [k.as_python_constant() for k in keys]
+        best = tx.run_python(fn, range(len(values)), key=constants.__getitem__)
+        return values[best]
 
     return fold
+
+
+def sorted_(tx, iterable, key=None, reverse=None):
+    values = iterable.unpack(tx)
+    keys = values if key is None else [key.call(tx, [v], {}) for v in values]
+    if not all(k.is_python_constant() for k in keys):
+        raise Unsupported("data_dependent_branch", "`sorted()` of tensors compares their values")
+    constants = [k.as_python_constant() for k in keys]
+    backwards = reverse is not None and reverse.as_python_constant()
+    order = tx.run_python(sorted, range(len(values)), key=constants.__getitem__, reverse=backwards)
+    return ListVariable([values[i] for i in order])
 
 
 def super_(tx, *args):
@@ -219,33 +306,127 @@ def super_(tx, *args):
     return SuperVariable(class_of(tx.read(cell.contents)), tx.read_local(first))
 
 
-def getattr_(tx, obj, name):
-    return obj.get_attr(tx, name.as_python_constant())
+def getattr_(tx, obj, name, *default):
+    if not default:
+        return obj.get_attr(tx, name.as_python_constant())
+    try:
+        return obj.get_attr(tx, name.as_python_constant())
+    except ObservedAttributeError:
+        return default[0]
+
+
+def hasattr_(tx, obj, name):
+    try:
+        obj.get_attr(tx, name.as_python_constant())
+    except ObservedAttributeError:
+        return ConstantVariable(False)
+    return ConstantVariable(True)
+
+
+def setattr_(tx, obj, name, value):
+    obj.set_attr(tx, name.as_python_constant(), value)
+    return ConstantVariable(None)
+
+
+def delattr_(tx, obj, name):
+    obj.del_attr(tx, name.as_python_constant())
+    return ConstantVariable(None)
+
+
+def callable_(tx, value):
+    if value.is_python_constant():
+        return ConstantVariable(callable(value.as_python_constant()))
+    # An object is callable when its class (or a base) defines __call__, as CPython's tp_call.
+    return ConstantVariable(any("__call__" in vars(k) for k in value.python_type().__mro__))
+
+
+def reduce(tx, fn, iterable, *initial):
+    items = iterable.unpack(tx)
+    if not items and not initial:
+        raise ObservedException(TypeError("reduce() of empty iterable"))
+    total, rest = (initial[0], items) if initial else (items[0], items[1:])
+    for item in rest:
+        total = fn.call(tx, [total, item], {})
+    return total
+
+
+def signature(tx, fn, *, follow_wrapped=None):
+    """`inspect.signature(fn)` of a Python function: the parameters of its code, read now."""
+    value = getattr(fn, "value", None)
+    if not isinstance(fn, UserFunctionVariable) or value is None:
+        raise Unsupported("untraceable_call", f"inspect.signature of {fn}")
+    follow = follow_wrapped is None or follow_wrapped.as_python_constant()
+    result = tx.run_python(inspect.signature, value, follow_wrapped=follow)
+    if fn.self_arg is not None:  # a bound method does not show `self`
+        result = result.replace(parameters=list(result.parameters.values())[1:])
+    return ObjectVariable(result)
+
+
+def set_(set_type):
+    def make(tx, iterable=None):
+        return SetVariable(iterable.unpack(tx) if iterable is not None else [], set_type=set_type)
+
+    return make
 
 
 HANDLERS = {
     len: length,
     isinstance: is_instance,
+    issubclass: is_subclass,
+    type: type_,
     range: lambda tx, *args: ConstantVariable(tx.run_python(range, *constant_args(args, {})[0])),
     enumerate: enumerate_,
     zip: zip_,
-    reversed: lambda tx, seq: IteratorVariable(reversed(seq.unpack(tx))),
-    iter: lambda tx, it: (
-        it if isinstance(it, IteratorVariable) else IteratorVariable(it.unpack(tx))
+    map: lambda tx, fn, *its: MapIteratorVariable(fn, [it.iterate(tx) for it in its]),
+    filter: lambda tx, fn, it: FilterIteratorVariable(
+        None if fn.is_python_constant() and fn.as_python_constant() is None else fn,
+        it.iterate(tx),
     ),
+    reversed: lambda tx, seq: ListIteratorVariable(reversed(seq.unpack(tx))),
+    iter: iter_,
     next: next_,
     list: lambda tx, it=None: ListVariable(it.unpack(tx) if it is not None else []),
     tuple: lambda tx, it=None: TupleVariable(it.unpack(tx) if it is not None else []),
+    set: set_(set),
+    frozenset: set_(frozenset),
     dict: dict_,
     sum: sum_,
+    all: all_any(False),
+    any: all_any(True),
     min: min_max(min),
     max: min_max(max),
+    sorted: sorted_,
     super: super_,
     getattr: getattr_,
+    hasattr: hasattr_,
+    setattr: setattr_,
+    delattr: delattr_,
+    callable: callable_,
+    vars: lambda tx, obj: obj.get_attr(tx, "__dict__"),
+    inspect.signature: signature,
+    collections.OrderedDict: ordered_dict,
+    collections.defaultdict: default_dict,
+    functools.partial: lambda tx, fn, *args, **kwargs: PartialVariable(fn, args, kwargs),
+    functools.reduce: reduce,
+    operator.eq: lambda tx, a, b: compare_op(tx, operator.eq, a, b),
+    operator.ne: lambda tx, a, b: compare_op(tx, operator.ne, a, b),
+    **ITERTOOLS,
+}
+
+# Methods of builtin classes called on the class: `dict.fromkeys(keys)`.
+CLASS_METHODS = {
+    (dict, "fromkeys"): fromkeys(dict),
+    (collections.OrderedDict, "fromkeys"): fromkeys(collections.OrderedDict),
+    (itertools.chain, "from_iterable"): lambda tx, its: ChainIteratorVariable(its.unpack(tx)),
 }
 
 
 def is_modeled_builtin(value) -> bool:
+    try:
+        if value in HANDLERS:
+            return True
+    except TypeError:  # unhashable
+        return False
     return isinstance(value, (types.BuiltinFunctionType, type)) and (
         getattr(builtins, getattr(value, "__name__", ""), None) is value
         or getattr(value, "__module__", None) in ("math", "_operator")

@@ -1,10 +1,9 @@
 """`python -m stage2_symbolic_vm.coverage`: which opcodes the VM handles on this Python.
 
-An opcode counts as *reachable* in a function when ordinary control flow can
-get to it from the first instruction: the instructions that only exception
-handlers reach (RERAISE, PUSH_EXC_INFO ... in the cleanup blocks that 3.12
-adds around inlined comprehensions) never run in the VM, which never raises
-inside the traced code.
+An opcode counts as *reachable* in a function when control flow can get to it
+from the first instruction: by falling through, by a jump, or, from an
+instruction inside a `try`, by an exception to its handler (the VM runs the
+code's own `except` blocks for the exceptions it raises).
 """
 
 import dis
@@ -22,6 +21,7 @@ def reachable_opnames(code: types.CodeType) -> set[str]:
     """Opnames ordinary control flow can reach in `code` and in the functions nested in it."""
     instructions = list(dis.get_instructions(code))
     index_of = {inst.offset: i for i, inst in enumerate(instructions)}
+    handlers = dis.Bytecode(code).exception_entries
     seen, todo = set(), [0]
     while todo:
         i = todo.pop()
@@ -33,6 +33,7 @@ def reachable_opnames(code: types.CodeType) -> set[str]:
             todo.append(index_of[inst.argval])
         if inst.opname not in NO_FALLTHROUGH:
             todo.append(i + 1)
+        todo += [index_of[e.target] for e in handlers if e.start <= inst.offset < e.end]
     names = {instructions[i].opname for i in seen}
     for const in code.co_consts:
         if isinstance(const, types.CodeType):

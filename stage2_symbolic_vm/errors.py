@@ -89,7 +89,8 @@ class Unsupported(Exception):
     `state` is the VMState of the *root* frame at its current instruction
     (the CALL that entered the helper, before its operands were popped), and
     `trace` the Trace recorded so far: everything stage 4 needs to cut the
-    graph there. The VM fills those four in as the exception leaves it.
+    graph there, and `side_effects` the changes to outside objects it made so far. The
+    VM fills those in as the exception leaves it.
     """
 
     def __init__(self, kind: str, reason: str):
@@ -100,6 +101,7 @@ class Unsupported(Exception):
         self.frames: list[Location] = []
         self.state = None
         self.trace = None
+        self.side_effects = None  # the changes to outside objects made before the stop
 
     @property
     def explanation(self) -> str:
@@ -120,3 +122,28 @@ class Unsupported(Exception):
     def __str__(self):
         where = "\n".join(f"  {loc}" for loc in self.frames)
         return f"{self.reason}\n{where}\n  why: {self.explanation}\n  hint: {self.hint}"
+
+
+class ObservedException(Unsupported):
+    """An exception the traced code raises (eager would raise it at this point too).
+
+    The code may catch it itself: the VM then jumps to its `except` as CPython does (the
+    frame's exception table); otherwise it stops the VM, and the frame runs eagerly and
+    raises it for real. torch/_dynamo/exc.py calls these "observed exceptions".
+    """
+
+    def __init__(self, exception: BaseException, what: str | None = None):
+        text = f"{type(exception).__name__}: {exception}"
+        super().__init__("eager_error", f"{what} raises {text}" if what else text)
+        self.exception = exception
+
+
+class ObservedAttributeError(ObservedException):
+    """An attribute that does not exist: `hasattr` and `getattr(x, name, default)` go on."""
+
+    def __init__(self, reason: str):
+        super().__init__(AttributeError(reason))
+
+
+class CannotReconstruct(Exception):
+    """A value that exists only inside the trace and cannot be rebuilt in Python (stage 4)."""

@@ -8,22 +8,30 @@ its `forward`. This is torch/_dynamo/variables/{functions,torch,nn_module}.py
 in a few classes.
 """
 
-import inspect
+import functools
+import sys
 import types
 
 import torch
 
-from .errors import Unsupported
-from .sources import AttrSource, ItemSource
+from .containers import DictVariable, TupleVariable
+from .errors import ObservedAttributeError, ObservedException, Unsupported
+from .objects import (
+    SLOT_TYPES,
+    BuiltinSlotVariable,
+    UserObjectVariable,
+    class_attribute,
+    class_lookup,
+)
+from .sources import AttrSource, ImportSource, attr_of, item_of
 from .tensor_ops import FACTORIES, tensor_variables
+from .trace import code_signature
 from .variables import (
+    UNKNOWN,
     CellVariable,
     ConstantVariable,
-    DictVariable,
     LazyVariable,
-    ObjectVariable,
     TensorVariable,
-    TupleVariable,
     Variable,
     constant_args,
     is_constant_value,
@@ -35,6 +43,7 @@ class UserFunctionVariable(Variable):
 
     `self_arg` is set for a method bound to its object (`self.helper`); `globals_source`
     says how to reach the function's globals from the frame (None: the traced function's own).
+    `value` is the function object itself, for one read from outside.
     """
 
     def __init__(self, code, globals_, defaults=(), kwdefaults=None, closure=(), *, source=None):
@@ -43,71 +52,86 @@ class UserFunctionVariable(Variable):
         self.closure = tuple(closure)
         self.self_arg = None
         self.globals_source = None
+        self.value = None
+        self.trace = None
 
     @classmethod
-    def from_function(cls, fn, source):
+    def from_function(cls, fn, source, trace=None):
         """A function read from outside: its defaults and cells are outside values too."""
-        if fn.__code__.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE):
-            raise Unsupported("unsupported_value", f"{fn.__qualname__} is a generator function")
         defaults = [
-            LazyVariable(v, ItemSource(AttrSource(source, "__defaults__"), i))
+            LazyVariable(v, item_of(attr_of(source, "__defaults__"), i))
             for i, v in enumerate(fn.__defaults__ or ())
         ]
         kwdefaults = {
-            k: LazyVariable(v, ItemSource(AttrSource(source, "__kwdefaults__"), k))
+            k: LazyVariable(v, item_of(attr_of(source, "__kwdefaults__"), k))
             for k, v in (fn.__kwdefaults__ or {}).items()
         }
         cells = []
         for i, cell in enumerate(fn.__closure__ or ()):
-            cell_source = ItemSource(AttrSource(source, "__closure__"), i)
-            contents_source = AttrSource(cell_source, "cell_contents")
+            cell_source = item_of(attr_of(source, "__closure__"), i)
+            contents_source = attr_of(cell_source, "cell_contents")
             try:
                 contents = LazyVariable(cell.cell_contents, contents_source)
             except ValueError:  # an empty cell: the variable is not assigned yet
                 contents = None
             cells.append(CellVariable(contents, cell_source))
         var = cls(fn.__code__, fn.__globals__, defaults, kwdefaults, cells, source=source)
-        var.globals_source = AttrSource(source, "__globals__")
+        var.globals_source = globals_source(fn, source)
+        var.value, var.trace = fn, trace if source is not None else None
         return var
 
     @property
     def name(self):
         return self.code.co_qualname
 
-    def reconstruct_kind(self):
-        return "source" if self.source is not None else "function"
-
     def python_type(self):
-        return types.FunctionType
+        return types.FunctionType if self.self_arg is None else types.MethodType
 
-    def bound_to(self, obj: Variable) -> "UserFunctionVariable":
+    def identity(self):
+        if self.value is None or self.self_arg is not None:
+            return UNKNOWN
+        if self.source is not None:  # `f is g` relies on the very object, not only its code
+            self.trace.assume("id", self.source)
+        return self.value
+
+    def get_attr(self, tx, name):
+        if name in ("__name__", "__qualname__"):
+            return ConstantVariable(getattr(self.code, f"co_{name.strip('_')}"))
+        if name == "__self__" and self.self_arg is not None:
+            return self.self_arg
+        if name == "__func__" and self.self_arg is not None:
+            unbound = self.bound_to(None)
+            return unbound
+        if name == "__code__":
+            return ConstantVariable(self.code)
+        if self.value is not None and name in getattr(self.value, "__dict__", {}):
+            return tx.wrap(self.value.__dict__[name], attr_of(self.source, name))
+        raise ObservedAttributeError(f"function {self.name!r} has no attribute {name!r}")
+
+    def bound_to(self, obj: Variable | None) -> "UserFunctionVariable":
         bound = UserFunctionVariable(
             self.code, self.globals, self.defaults, self.kwdefaults, self.closure
         )
         bound.source, bound.globals_source, bound.self_arg = self.source, self.globals_source, obj
+        bound.value, bound.trace = self.value, self.trace
         return bound
 
     def bind(self, args: list, kwargs: dict) -> dict:
         """Match arguments to parameters exactly as a call would: name -> Variable."""
         if self.self_arg is not None:
             args = [self.self_arg, *args]
-        cells = tuple(types.CellType() for _ in self.code.co_freevars) or None
-        stand_in = types.FunctionType(
-            self.code, {}, self.code.co_name, self.defaults or None, cells
-        )
-        stand_in.__kwdefaults__ = self.kwdefaults or None
-        signature = inspect.signature(stand_in)
+        signature = code_signature(self.code, self.defaults, self.kwdefaults)
         try:
             bound = signature.bind(*args, **kwargs)
         except TypeError as error:
-            raise Unsupported("eager_error", f"{self.name}() raises TypeError: {error}") from None
+            raise ObservedException(error, f"{self.name}()") from None
         bound.apply_defaults()
         arguments = {}
         for name, value in bound.arguments.items():
             kind = signature.parameters[name].kind
-            if kind is inspect.Parameter.VAR_POSITIONAL:
+            if kind is kind.VAR_POSITIONAL:
                 value = TupleVariable(value)
-            elif kind is inspect.Parameter.VAR_KEYWORD:
+            elif kind is kind.VAR_KEYWORD:
                 value = DictVariable(value)
             if name.startswith("implicit"):  # inspect renames a comprehension's `.0` argument
                 name = "." + name.removeprefix("implicit")
@@ -117,23 +141,122 @@ class UserFunctionVariable(Variable):
     def call(self, tx, args, kwargs):
         return tx.inline_call(self, args, kwargs)
 
+    def reconstruct(self, cg):
+        if self.self_arg is not None:  # a method bound by the VM: MethodType(function, self)
+            unbound = self.bound_to(None)
+            cg.call_callable(
+                types.MethodType,
+                lambda: cg.reconstruct(unbound),
+                lambda: cg.reconstruct(self.self_arg),
+            )
+        elif self.source is not None:
+            cg.load_source(self.source)
+        else:
+            cg.make_function(self)
+
     def __repr__(self):
         return f"UserFunctionVariable({self.name})"
+
+
+def globals_source(fn, source):
+    """Where a function's globals are read from: its module's `__dict__` when it has one (so
+    every function of a module reads a global through one source, and guards it once)."""
+    module = sys.modules.get(fn.__module__) if isinstance(fn.__module__, str) else None
+    if module is not None and vars(module) is fn.__globals__:
+        return AttrSource(ImportSource(fn.__module__), "__dict__")
+    return attr_of(source, "__globals__")
+
+
+class PartialVariable(Variable):
+    """`functools.partial(fn, *args, **kwargs)`: a call adds its arguments after these."""
+
+    def __init__(self, fn, args, kwargs, source=None):
+        self.fn, self.args, self.kwargs, self.source = fn, list(args), dict(kwargs), source
+
+    def python_type(self):
+        return functools.partial
+
+    def get_attr(self, tx, name):
+        parts = {"func": self.fn, "args": TupleVariable(self.args), "keywords": None}
+        if name not in parts:
+            raise ObservedAttributeError(f"functools.partial has no attribute {name!r}")
+        return parts[name] or DictVariable(self.kwargs)
+
+    def call(self, tx, args, kwargs):
+        return self.fn.call(tx, [*self.args, *args], {**self.kwargs, **kwargs})
+
+    def reconstruct(self, cg):
+        if self.source is not None:
+            cg.load_source(self.source)
+            return
+        pushers = [lambda: cg.reconstruct(self.fn)]
+        pushers += [lambda v=v: cg.reconstruct(v) for v in self.args]
+        cg.call_callable(functools.partial, *pushers, kwargs=self.kwargs)
 
 
 # Namespaces whose functions are tensor operations: recorded as one node, never inlined.
 TORCH_MODULES = (torch, torch.nn, torch.nn.functional, torch.linalg, torch.fft, torch.special)
 TORCH_FUNCTION_MODULES = {"torch", "torch.functional", "torch.nn.functional", "torch._C._nn"}
 TORCH_FUNCTION_MODULES |= {"torch._C._linalg", "torch._C._fft", "torch._C._special"}
-TORCH_CONSTANT_CLASSES = (torch.Size, torch.device, torch.dtype)
+TORCH_CONSTANT_CLASSES = (torch.Size, torch.device, torch.dtype, torch.finfo, torch.iinfo)
+# torch.ops.aten.add.Tensor: namespaces of operators, operator packets, and operators.
+TORCH_OPS_TYPES = (torch._ops._OpNamespace, torch._ops.OpOverloadPacket, torch._ops.OpOverload)
 
 
 def is_torch_function(value) -> bool:
+    if isinstance(value, TORCH_OPS_TYPES) or value is torch.ops:
+        return True
     return callable(value) and getattr(value, "__module__", None) in TORCH_FUNCTION_MODULES
 
 
+def _compiling(tx):
+    return ConstantVariable(True)  # the code asks whether it is being compiled: it is
+
+
+# torch functions that answer questions about the process, not about tensors. The VM
+# answers them now; those whose answer can change between calls are guarded.
+TORCH_QUERIES = {
+    torch.compiler.is_compiling: _compiling,
+    torch.compiler.is_dynamo_compiling: _compiling,
+    torch._utils.is_compiling: _compiling,  # torch._dynamo.is_compiling is this one too
+    torch.jit.is_scripting: lambda tx: ConstantVariable(False),
+    torch.jit.is_tracing: lambda tx: ConstantVariable(False),
+    torch.compiler.is_exporting: lambda tx: ConstantVariable(False),
+    torch.is_grad_enabled: lambda tx: tx.global_state("grad_mode", torch.is_grad_enabled()),
+    torch.is_inference_mode_enabled: lambda tx: tx.global_state(
+        "grad_mode", torch.is_inference_mode_enabled()
+    ),
+    torch.get_default_dtype: lambda tx: tx.global_state("default_dtype", torch.get_default_dtype()),
+    torch.get_default_device: lambda tx: tx.global_state(
+        "default_device", torch.get_default_device()
+    ),
+    torch.is_autocast_enabled: lambda tx, *device: tx.global_state(
+        "autocast", torch.is_autocast_enabled(*[d.as_python_constant() for d in device])
+    ),
+    torch.get_autocast_dtype: lambda tx, device: tx.global_state(
+        "autocast", torch.get_autocast_dtype(device.as_python_constant())
+    ),
+    # `__torch_function__` overrides: only plain tensors are traced, and they have none.
+    torch._C._has_torch_function: lambda tx, args: _has_torch_function(tx, args.unpack(tx)),
+    torch._C._has_torch_function_unary: lambda tx, arg: _has_torch_function(tx, [arg]),
+    torch._C._has_torch_function_variadic: lambda tx, *args: _has_torch_function(tx, args),
+}
+
+
+def _has_torch_function(tx, values):
+    """torch's answer for plain tensors and Parameters (their override is disabled)."""
+    for t in values:
+        kind = t.python_type() if isinstance(t, TensorVariable) else torch.Tensor
+        if kind is not torch.Tensor and kind.__torch_function__ is not DISABLED:
+            raise Unsupported("untraceable_call", "a tensor subclass with __torch_function__")
+    return ConstantVariable(False)
+
+
+DISABLED = torch._C._disabled_torch_function_impl
+
+
 class TorchVariable(Variable):
-    """`torch`, a namespace under it (`torch.nn.functional`), or one of their functions."""
+    """`torch`, a namespace under it (`torch.nn.functional`, `torch.ops.aten`), or a function."""
 
     def __init__(self, value, source=None):
         self.value, self.source = value, source
@@ -144,39 +267,41 @@ class TorchVariable(Variable):
     def as_python_object(self):
         return self.value
 
+    def identity(self):
+        return self.value
+
     def get_attr(self, tx, name):
-        if not isinstance(self.value, types.ModuleType):
-            raise Unsupported("unsupported_value", f"attribute {name!r} of {self.value}")
+        namespace = isinstance(self.value, (types.ModuleType, *TORCH_OPS_TYPES[:2]))
+        if not namespace and self.value is not torch.ops:
+            if isinstance(self.value, torch._ops.OpOverload) or not hasattr(self.value, name):
+                raise ObservedAttributeError(f"{self.value} has no attribute {name!r}")
+            return tx.wrap(getattr(self.value, name), attr_of(self.source, name))
         if not hasattr(self.value, name):
-            raise Unsupported("eager_error", f"module {self.value.__name__!r} has no {name!r}")
+            raise ObservedAttributeError(f"module {self.value.__name__!r} has no {name!r}")
         # `torch` itself is an "id" assumption; what it holds is trusted, as in torch/_dynamo
-        value, source = getattr(self.value, name), AttrSource(self.source, name)
+        value, source = getattr(self.value, name), attr_of(self.source, name)
         if is_constant_value(value):
             return ConstantVariable(value)
         if isinstance(value, types.ModuleType) or is_torch_function(value):
             return TorchVariable(value, source)
         if any(value is c for c in TORCH_CONSTANT_CLASSES):
             return TorchVariable(value, source)
-        return ObjectVariable(value, source)
+        if value in TORCH_QUERIES:
+            return TorchVariable(value, source)
+        return tx.wrap(value, source)
 
     def call(self, tx, args, kwargs):
+        if self.value in TORCH_QUERIES:
+            return TORCH_QUERIES[self.value](tx, *args, **kwargs)
         if self.value is torch.is_tensor and len(args) == 1:
             return ConstantVariable(isinstance(args[0], TensorVariable))
-        if self.value is torch.is_grad_enabled:
-            tx.trace.assume("grad_mode")
-            return ConstantVariable(torch.is_grad_enabled())
-        if self.value is torch.get_default_dtype:
-            tx.trace.assume("default_dtype")
-            return ConstantVariable(torch.get_default_dtype())
-        if self.value in TORCH_CONSTANT_CLASSES:  # torch.Size([2, 3]), torch.device("cpu")
+        if self.value in TORCH_CONSTANT_CLASSES:  # torch.Size([2, 3]), torch.finfo(dtype)
             args, kwargs = constant_args(args, kwargs)
             return ConstantVariable(tx.run_python(self.value, *args, **kwargs))
         helper = isinstance(self.value, types.FunctionType) and self.value.__name__ not in FACTORIES
         if helper and not tensor_variables([*args, *kwargs.values()]):
             # a Python helper of torch (`F._none_or_dtype(None)`), not a tensor op: inline it
-            return UserFunctionVariable.from_function(self.value, self.source).call(
-                tx, args, kwargs
-            )
+            return tx.wrap(self.value, self.source).call(tx, args, kwargs)
         return tx.record_call(self.value, args, kwargs)
 
     def __repr__(self):
@@ -192,33 +317,36 @@ class NNModuleVariable(Variable):
     def python_type(self):
         return type(self.module)
 
+    def as_python_object(self):
+        return self.module
+
+    def identity(self):
+        return self.module
+
     def get_attr(self, tx, name):
-        module, source = self.module, AttrSource(self.source, name)
-        for table in ("_parameters", "_buffers", "_modules"):
+        stored = tx.side_effects.load_attr(self, name)
+        if stored is not None:
+            return stored
+        module, source = self.module, attr_of(self.source, name)
+        for table in ("_parameters", "_buffers", "_modules"):  # what nn.Module.__getattr__ finds
             if name in module.__dict__.get(table, {}):
                 return tx.wrap(module.__dict__[table][name], source)
         if name in module.__dict__:
             return tx.wrap(module.__dict__[name], source)
-        try:
-            attr = inspect.getattr_static(module, name)
-        except AttributeError:
-            raise Unsupported(
-                "eager_error", f"{type(module).__name__} has no attribute {name!r}"
-            ) from None
-        class_source = AttrSource(AttrSource(self.source, "__class__"), name)
-        if isinstance(attr, staticmethod):
-            return tx.wrap(attr.__func__, class_source)
-        if isinstance(attr, property):  # a property's getter is an ordinary method: inline it
-            getter = UserFunctionVariable.from_function(attr.fget, AttrSource(class_source, "fget"))
-            return getter.bound_to(self).call(tx, [], {})
-        if isinstance(attr, types.FunctionType):
-            tx.trace.assume("id", class_source)
-            return UserFunctionVariable.from_function(attr, class_source).bound_to(self)
-        if isinstance(attr, classmethod):
-            raise Unsupported(
-                "unsupported_value", f"classmethod {name!r} of {type(module).__name__}"
+        cls_var = tx.wrap(type(module), attr_of(self.source, "__class__"))
+        if name == "__class__":
+            return cls_var
+        found = class_lookup(type(module), name)
+        if found is None:
+            raise ObservedAttributeError(
+                f"{type(module).__name__!r} object has no attribute {name!r}"
             )
-        return tx.wrap(attr, class_source)
+        return class_attribute(tx, self, cls_var, name, *found)
+
+    def set_attr(self, tx, name, value):
+        if any(name in self.module.__dict__.get(t, {}) for t in ("_parameters", "_modules")):
+            raise Unsupported("unsupported_mutation", f"assigns submodule or parameter {name!r}")
+        tx.side_effects.store_attr(self, name, value)
 
     def call_method(self, tx, name, args, kwargs):
         return self.get_attr(tx, name).call(tx, args, kwargs)
@@ -226,10 +354,12 @@ class NNModuleVariable(Variable):
     CONTAINERS = (torch.nn.ModuleList, torch.nn.Sequential, torch.nn.ModuleDict)
 
     def unpack(self, tx):
-        """`for layer in self.layers`: the submodules (or ModuleDict keys)."""
+        """`for layer in self.layers`: the submodules (or ModuleDict's keys), counted in a guard."""
         if not isinstance(self.module, self.CONTAINERS):
             return super().unpack(tx)
+        tx.trace.assume("length", self.source)
         if isinstance(self.module, torch.nn.ModuleDict):
+            tx.trace.assume("dict_keys", attr_of(self.source, "_modules"))
             return [ConstantVariable(k) for k in self.module._modules]
         return [self.get_attr(tx, name) for name in self.module._modules]
 
@@ -238,25 +368,26 @@ class NNModuleVariable(Variable):
             return super().getitem(tx, key)
         if isinstance(self.module, torch.nn.ModuleDict):
             return self.get_attr(tx, key.as_python_constant())
+        tx.trace.assume("length", self.source)
         index = key.as_python_constant()
         names = list(self.module._modules)
+        if isinstance(index, slice):
+            raise Unsupported("unsupported_value", f"a slice of {type(self.module).__name__}")
         if not isinstance(index, int) or not -len(names) <= index < len(names):
-            raise Unsupported(
-                "unsupported_value", f"index {index!r} of {type(self.module).__name__}"
-            )
+            raise ObservedException(IndexError(f"index {index!r} is out of range"))
         return self.get_attr(tx, names[index])
+
+    def truth(self, tx):
+        if isinstance(self.module, self.CONTAINERS):
+            tx.trace.assume("length", self.source)
+            return len(self.module) > 0
+        return True
 
     def call(self, tx, args, kwargs):
         module = self.module
-        hooks = (module._forward_hooks, module._forward_pre_hooks, module._backward_hooks)
-        global_hooks = (
-            torch.nn.modules.module._global_forward_hooks,
-            torch.nn.modules.module._global_forward_pre_hooks,
-        )
-        if any(hooks) or any(global_hooks) or type(module).__call__ is not torch.nn.Module.__call__:
-            raise Unsupported(
-                "untraceable_call", f"{type(module).__name__} has hooks or its own __call__"
-            )
+        tx.trace.assume("module_hooks", self.source)  # hooks added later recompile
+        if type(module).__call__ is not torch.nn.Module.__call__:
+            raise Unsupported("untraceable_call", f"{type(module).__name__} has its own __call__")
         return self.call_method(tx, "forward", args, kwargs)
 
     def __repr__(self):
@@ -273,10 +404,15 @@ class SuperVariable(Variable):
         mro = self.obj.python_type().__mro__
         for index in range(mro.index(self.cls) + 1, len(mro)):
             attr = mro[index].__dict__.get(name)
-            if isinstance(attr, types.FunctionType) and self.obj.source is not None:
-                mro_source = AttrSource(AttrSource(self.obj.source, "__class__"), "__mro__")
-                source = AttrSource(ItemSource(mro_source, index), name)
-                return UserFunctionVariable.from_function(attr, source).bound_to(self.obj)
-            if attr is not None:
-                break
+            if attr is None:
+                continue
+            source = None
+            if self.obj.source is not None:
+                mro_source = attr_of(attr_of(self.obj.source, "__class__"), "__mro__")
+                source = item_of(attr_of(item_of(mro_source, index), "__dict__"), name)
+            if isinstance(attr, types.FunctionType):
+                return tx.wrap(attr, source).bound_to(self.obj)
+            if isinstance(attr, SLOT_TYPES) and isinstance(self.obj, UserObjectVariable):
+                return BuiltinSlotVariable(attr, self.obj)
+            break
         raise Unsupported("unsupported_value", f"super().{name} is not a plain method")

@@ -69,6 +69,19 @@ class BuiltinSource(Source):
 
 
 @dataclass(frozen=True)
+class ImportSource(Source):
+    """A module the code imports (`import math` inside a function), as `sys.modules` has it."""
+
+    module: str
+
+    def name(self):
+        return f"B.__import__('sys').modules[{self.module!r}]"
+
+    def describe(self):
+        return f"module {self.module!r}"
+
+
+@dataclass(frozen=True)
 class FunctionSource(Source):
     """The traced function itself; the object of a traced bound method is `F.__self__`."""
 
@@ -107,6 +120,11 @@ class AttrSource(Source):
         return f"attribute {self.member!r} of {self.base.describe()}"
 
 
+def attr_of(base: Source | None, member: str) -> "AttrSource | None":
+    """`base.member`, or None for a value with no source (made in the trace)."""
+    return None if base is None else AttrSource(base, member)
+
+
 @dataclass(frozen=True)
 class ItemSource(Source):
     """`base[index]`: an item of a list, tuple or dict (index is an int or a constant key)."""
@@ -121,16 +139,37 @@ class ItemSource(Source):
         return f"item {self.index!r} of {self.base.describe()}"
 
 
+def item_of(base: Source | None, index) -> "ItemSource | None":
+    """`base[index]`, or None for a value with no source."""
+    return None if base is None else ItemSource(base, index)
+
+
+@dataclass(frozen=True)
+class DictItemSource(Source):
+    """`dict.__getitem__(base, key)`: an item of a dict subclass, read past its own `__getitem__`
+    (a Hugging Face ModelOutput overrides it), as the trace read it."""
+
+    base: Source
+    index: object
+
+    def name(self):
+        return f"B.dict.__getitem__({self.base.name()}, {self.index!r})"
+
+    def describe(self):
+        return f"item {self.index!r} of {self.base.describe()}"
+
+
 @dataclass(frozen=True)
 class Assumption:
     """One fact the trace relied on; stage 3 turns each into a guard.
 
     `kind` names what was relied on: "type" (the value's type), "id" (this very
-    object: a module, a function, a global), "constant" (a Python scalar,
-    string or tuple of them, by value), "tensor" (dtype, device, shape,
-    strides, requires_grad), "length" (of a list, tuple or dict),
-    "dict_keys", and the global state "grad_mode" and "default_dtype"
-    (`source` is None for those two).
+    object: a module, a class, a global), "function" (a function with this
+    code), "constant" (a Python scalar, string or tuple of them, by value),
+    "tensor" (dtype, device, shape, strides, requires_grad), "length" (of a
+    list, tuple, dict or module container), "dict_keys", "module_hooks" (a
+    module still has no hooks), and the global state "grad_mode",
+    "default_dtype", "default_device" and "autocast" (`source` is None for those).
     """
 
     kind: str
@@ -139,12 +178,16 @@ class Assumption:
     KINDS = (
         "type",
         "id",
+        "function",
         "constant",
         "tensor",
         "length",
         "dict_keys",
+        "module_hooks",
         "grad_mode",
         "default_dtype",
+        "default_device",
+        "autocast",
     )
 
     def __post_init__(self):

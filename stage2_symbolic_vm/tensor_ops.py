@@ -7,30 +7,26 @@ the same with FakeTensors (meta tensors that also remember a device); here
 the device travels beside the meta tensor, in TensorVariable.device.
 
 Some ops cannot be traced this way, and say so: their result depends on the
-data (`.item()`, `nonzero`, `x[mask]`), they draw random numbers (a replay
-would draw different ones than eager), or they touch the world (`backward`).
+data (`.item()`, `nonzero`, `x[mask]`), or they touch the world (`backward`).
+Random ops are recorded like any other, in program order, so that the graph
+draws the numbers eager would draw under the same seed. In-place ops are
+recorded too, on inputs as well: the graph changes the caller's tensors as
+eager does (a backend that cannot run them in place runs the graph in torch).
 """
 
 import operator
 
 import torch
 
-from .errors import Unsupported
+from .containers import DictVariable, ListVariable, SequenceVariable, TupleVariable
+from .errors import ObservedException, Unsupported
 from .trace import target_name
-from .variables import (
-    ConstantVariable,
-    DictVariable,
-    ListVariable,
-    SequenceVariable,
-    TensorVariable,
-    TupleVariable,
-    is_constant_value,
-)
+from .variables import ConstantVariable, TensorVariable, is_constant_value
 
 # Turning data into Python values: meta tensors have none (torch/_dynamo breaks on these too).
 DATA_OPS = {"item", "tolist", "numpy", "is_nonzero", "equal", "allclose", "__bool__", "__int__"}
 DATA_OPS |= {"__float__", "__index__", "__complex__", "__repr__", "__str__", "__format__"}
-# Random numbers: a replay would draw different ones than eager did.
+# Random numbers: recorded, in program order; a backend must keep them in that order.
 RANDOM_OPS = {"rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like"}
 RANDOM_OPS |= {"bernoulli", "bernoulli_", "multinomial", "normal", "normal_", "poisson", "rrelu"}
 RANDOM_OPS |= {"uniform_", "random_", "exponential_", "geometric_", "cauchy_", "log_normal_"}
@@ -47,7 +43,7 @@ METADATA_OPS |= {"result_type", "is_same_size", "can_cast", "promote_types"}
 # Factories make a tensor from Python values alone; they need a device and a default dtype.
 FACTORIES = {"zeros", "ones", "empty", "full", "arange", "linspace", "logspace", "eye", "tensor"}
 FACTORIES |= {"as_tensor", "scalar_tensor", "empty_strided", "zeros_like", "ones_like"}
-FACTORIES |= {"full_like", "empty_like"}
+FACTORIES |= {"full_like", "empty_like", "rand", "randn", "randint", "randperm", "normal"}
 INPLACE_OPERATORS = {"iadd", "isub", "imul", "imatmul", "itruediv", "ifloordiv", "imod", "ipow"}
 INPLACE_OPERATORS |= {"iand", "ior", "ixor", "ilshift", "irshift", "setitem"}
 
@@ -56,50 +52,34 @@ def op_name(target) -> str:
     return target if isinstance(target, str) else getattr(target, "__name__", "")
 
 
-def is_random(name, args, kwargs) -> bool:
-    """Random ops draw numbers; dropout only when training (in eval mode it is the identity)."""
-    if name not in RANDOM_OPS:
-        return False
-    if "dropout" not in name:
-        return True
-    training = kwargs.get("training", kwargs.get("train", args[2] if len(args) > 2 else None))
-    off = (
-        training is not None and training.is_python_constant() and not training.as_python_constant()
-    )
-    return not off
+def draws_random_numbers(target) -> bool:
+    """A random op: a backend must run it, and in program order, even if its result is unused."""
+    return op_name(target) in RANDOM_OPS
 
 
 def check_traceable(target, name, args, kwargs):
     shown = f"`.{name}()`" if isinstance(target, str) else f"`{target_name(target)}`"
     if name in DATA_OPS:
         raise Unsupported("item_call", f"{shown} reads the data of a tensor")
-    if is_random(name, args, kwargs):
-        raise Unsupported("untraceable_call", f"{shown} draws random numbers")
     if name in UNTRACEABLE_OPS:
         raise Unsupported(
             "untraceable_call", f"{shown} is not traced (side effect or device query)"
         )
 
 
-def mutated_arguments(name, args, kwargs) -> list:
+def mutated_arguments(target, name, args, kwargs) -> list:
     """The Variables an op changes in place: `x.add_(1)`, `x += 1`, `x[0] = 1`, `out=`."""
     changed = [kwargs["out"]] if "out" in kwargs else []
     inplace = kwargs.get("inplace")
     inplace = inplace is not None and inplace.is_python_constant() and inplace.as_python_constant()
-    in_place_name = name.endswith("_") and not name.endswith("__")
+    # `operator.and_` is `a & b`, not in place; `x.add_()` and `torch.relu_()` are.
+    in_place_name = name.endswith("_") and not name.endswith("__") and target not in OPERATORS
     if args and (in_place_name or name in INPLACE_OPERATORS or inplace):
         changed.append(args[0])
     return changed
 
 
-def check_mutation(target, name, args, kwargs):
-    for var in mutated_arguments(name, args, kwargs):
-        if isinstance(var, TensorVariable) and not var.fresh:
-            where = var.source.describe() if var.source else f"{var.node!r}, a view of an input"
-            raise Unsupported(
-                "unsupported_mutation",
-                f"in-place `{name}` on {where}: the trace cannot change a tensor from outside",
-            )
+OPERATORS = {f for f in vars(operator).values() if callable(f)}
 
 
 def to_values(value, meta: bool):
@@ -159,9 +139,7 @@ def run_on_meta(target, meta_args, meta_kwargs, shown):
     except NotImplementedError as error:  # meta kernels refuse ops with data-dependent shapes
         raise Unsupported("dynamic_shape_op", f"{shown}: {str(error).splitlines()[0]}") from None
     except (RuntimeError, TypeError, ValueError, IndexError) as error:
-        raise Unsupported(
-            "eager_error", f"{shown} raises {type(error).__name__}: {error}"
-        ) from None
+        raise ObservedException(error, shown) from None
 
 
 def record_call(tx, target, args: list, kwargs: dict):
@@ -169,14 +147,14 @@ def record_call(tx, target, args: list, kwargs: dict):
     name = op_name(target)
     shown = f"`.{name}()`" if isinstance(target, str) else f"`{target_name(target)}`"
     check_traceable(target, name, args, kwargs)
-    check_mutation(target, name, args, kwargs)
     tensors = tensor_variables([*args, *kwargs.values()])
     if not tensors and name not in FACTORIES:
         raise Unsupported("untraceable_call", f"{shown} called without a tensor argument")
+    check_autocast(tx, tensors, shown)
     try:
         device = result_device(name, tensors, args, kwargs)
     except RuntimeError as error:
-        raise Unsupported("eager_error", f"{shown} raises RuntimeError: {error}") from None
+        raise ObservedException(error, shown) from None
     meta_args, meta_kwargs = to_values(list(args), True), to_values(dict(kwargs), True)
     if name in FACTORIES or "device" in meta_kwargs:
         meta_kwargs["device"] = "meta"
@@ -199,8 +177,10 @@ def record_call(tx, target, args: list, kwargs: dict):
     tx.trace.assume("grad_mode")
     if relies_on_default_dtype(name, tensors, kwargs, result):
         tx.trace.assume("default_dtype")
+    if not tensors and "device" not in kwargs:  # a factory: made on the default device
+        tx.trace.assume("default_device")
     same = next((v for v in tensors if v.meta is result), None)
-    changes = mutated_arguments(name, args, kwargs)
+    changes = mutated_arguments(target, name, args, kwargs)
     if same is not None and not changes:
         if device == same.device:
             return same  # `x.contiguous()`, `x.to(x.dtype)`: the op returned its input unchanged
@@ -215,8 +195,17 @@ def record_call(tx, target, args: list, kwargs: dict):
     )
     if same is not None:
         return same  # an in-place op returns the tensor it changed
-    fresh = all(t.fresh for t in tensors)
-    return wrap_result(tx, node, result, device, fresh)
+    return wrap_result(tx, node, result, device)
+
+
+def check_autocast(tx, tensors, shown):
+    """Autocast changes the dtypes ops compute in, on real devices but not on meta tensors:
+    a trace under autocast would record the wrong dtypes. The state is guarded, and a
+    frame that runs under autocast runs in eager (torch/_dynamo traces it on FakeTensors)."""
+    tx.trace.assume("autocast")
+    devices = {t.device.type for t in tensors} or {torch.get_default_device().type}
+    if any(torch.is_autocast_enabled(d) for d in devices if d in ("cpu", "cuda")):
+        raise Unsupported("untraceable_call", f"{shown} runs under torch.autocast")
 
 
 def tensors_in_meta(result) -> bool:
@@ -233,11 +222,10 @@ def relies_on_default_dtype(name, tensors, kwargs, result) -> bool:
     return floating and not any(t.meta.dtype.is_floating_point for t in tensors)
 
 
-def wrap_result(tx, node, meta, device, fresh):
+def wrap_result(tx, node, meta, device):
     """A tensor result, or a tuple of them (`torch.split`, `torch.max(x, 1)`), one node per item."""
     if isinstance(meta, torch.Tensor):
-        # A view of an input is not fresh: changing it in place would change the input.
-        return TensorVariable(node, meta, device, fresh or not meta._is_view())
+        return TensorVariable(node, meta, device)
     items = []
     for i, item in enumerate(meta):
         if not isinstance(item, torch.Tensor):
@@ -247,7 +235,7 @@ def wrap_result(tx, node, meta, device, fresh):
         getitem = tx.trace.add_node(
             "call_function", operator.getitem, (node, i), meta=item, lineno=tx.lineno
         )
-        items.append(TensorVariable(getitem, item, device, fresh or not item._is_view()))
+        items.append(TensorVariable(getitem, item, device))
     if isinstance(meta, list):
         return ListVariable(items)
     return TupleVariable(items, tuple_type=type(meta))

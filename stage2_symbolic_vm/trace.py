@@ -10,6 +10,7 @@ strides the real op would produce, and the user's source line it came from.
 """
 
 import inspect
+import types
 from dataclasses import dataclass, field
 
 from .sources import Assumption, Source
@@ -132,11 +133,34 @@ def map_nodes(value, fn):
     return value
 
 
+def code_signature(code, defaults=(), kwdefaults=None) -> inspect.Signature:
+    """The parameters of a code object, as a call of a function made from it binds them.
+
+    `inspect.signature(fn)` follows `fn.__wrapped__`, so a decorator's wrapper
+    (`functools.wraps`, every Hugging Face `forward`) would be bound by the parameters
+    of the function it wraps. A frame runs the wrapper's own code: bind by that.
+    """
+    cells = tuple(types.CellType() for _ in code.co_freevars) or None
+    stand_in = types.FunctionType(code, {}, code.co_name, tuple(defaults or ()) or None, cells)
+    stand_in.__kwdefaults__ = dict(kwdefaults) if kwdefaults else None
+    return inspect.signature(stand_in)
+
+
 def bind_frame(fn, args, kwargs) -> tuple[dict, dict, object]:
-    """The (L, G, F) a source is read from, for a call `fn(*args, **kwargs)`."""
-    bound = inspect.signature(fn).bind(*args, **kwargs)
+    """The (L, G, F) a source is read from, for a call `fn(*args, **kwargs)`.
+
+    For a bound method, `self` is not in L: it is `F.__self__`.
+    """
+    function = getattr(fn, "__func__", fn)
+    if function is not fn:
+        args = (fn.__self__, *args)
+    signature = code_signature(function.__code__, function.__defaults__, function.__kwdefaults__)
+    bound = signature.bind(*args, **kwargs)
     bound.apply_defaults()
-    return dict(bound.arguments), fn.__globals__, fn
+    L = dict(bound.arguments)
+    if function is not fn:
+        del L[function.__code__.co_varnames[0]]
+    return L, fn.__globals__, fn
 
 
 def replay(trace: Trace, fn, *args, **kwargs):

@@ -5,40 +5,34 @@ call, iteration, truth) and raises `Unsupported` with a reason for the rest,
 like the VariableTracker subclasses of torch/_dynamo/variables/. The VM never
 looks inside a value itself: it asks the value.
 
-Stage 4 rebuilds the Python stack from these values at a graph break, so each
-says how it can be rebuilt through `reconstruct_kind()`:
+This file holds the basic kinds: constants, tensors, values not read yet,
+closure cells, bound methods and opaque objects. Lists, tuples, dicts and sets
+are in `containers.py`, iterators and generators in `iterators.py`, functions
+and modules in `functions.py`, instances of user classes in `objects.py`.
 
-  "constant"   a Python constant: `as_python_constant()`
-  "tensor"     a tensor computed by the trace: `.node`
-  "source"     a value read from outside and not changed: `.source`
-  "container"  a list, tuple or dict of values: `.items` (a list, or a dict for dicts)
-  "null"       the NULL that CALL expects below a callable
-  "method"     `getattr(.obj, .name)` (a bound method the VM split from its object)
-  "function"   a function made inside the trace (MAKE_FUNCTION): `.code`, `.closure`, ...
-  "iterator"   a partly consumed iterator: `.items[.index:]`
-  "cell"       a closure cell made inside the trace: `.contents`
-
-A value read from outside keeps its source even when it is also a constant or
-a tensor; stage 4 prefers the source ("tensor" for tensors, since the node
-is what the graph computes with).
+Stage 4 rebuilds Python values from these at a graph break: each Variable
+says how with `reconstruct(cg)`, where `cg` is stage 4's code generator
+(torch/_dynamo's `VariableTracker.reconstruct(codegen)`). A value read from
+outside keeps its source, and is rebuilt by reading it again (so that it
+stays the same object); a value made in the trace is rebuilt from its parts.
 """
 
+import enum
 import operator
 import types
 
 import torch
 
-from .errors import Unsupported
-from .sources import AttrSource
+from .errors import CannotReconstruct, ObservedAttributeError, ObservedException, Unsupported
+from .sources import attr_of
+
+UNKNOWN = object()  # what `Variable.identity()` says of a value with no Python object yet
 
 
 class Variable:
     """A symbolic value. `source` is set when the value was read from outside the function."""
 
     source = None
-
-    def reconstruct_kind(self) -> str:
-        return "source" if self.source is not None else "unreconstructable"
 
     def python_type(self) -> type:
         raise Unsupported("unsupported_value", f"the type of {self} is not known to the VM")
@@ -52,12 +46,13 @@ class Variable:
     def get_attr(self, tx, name: str) -> "Variable":
         raise Unsupported("unsupported_value", f"cannot read attribute {name!r} of {self}")
 
+    def set_attr(self, tx, name: str, value: "Variable") -> None:
+        raise Unsupported("unsupported_mutation", f"cannot assign attribute {name!r} of {self}")
+
     def method(self, name: str) -> "Variable":
-        """`xs.append`: a bound method of a list, tuple or dict, answered by `call_method`."""
+        """`xs.append`: a bound method of a list, tuple, dict or set, answered by `call_method`."""
         if not callable(getattr(self.python_type(), name, None)):
-            raise Unsupported(
-                "eager_error", f"{self.python_type().__name__} has no method {name!r}"
-            )
+            raise ObservedAttributeError(f"{self.python_type().__name__} has no attribute {name!r}")
         return BoundMethodVariable(self, name)
 
     def call(self, tx, args: list, kwargs: dict) -> "Variable":
@@ -76,7 +71,13 @@ class Variable:
         """The items, for iteration, unpacking and `*args`."""
         raise Unsupported("unsupported_value", f"cannot iterate over {self}")
 
-    def next_item(self) -> "Variable | None":
+    def iterate(self, tx) -> "Variable":
+        """`iter(value)`: an iterator Variable over it (iterators are their own iterator)."""
+        from .iterators import ListIteratorVariable
+
+        return ListIteratorVariable(self.unpack(tx))
+
+    def next_item(self, tx) -> "Variable | None":
         """The next item of an iterator (None when exhausted); only iterators answer."""
         raise Unsupported(
             "unsupported_value",
@@ -87,6 +88,18 @@ class Variable:
     def truth(self, tx) -> bool:
         raise Unsupported("unsupported_value", f"cannot test the truth of {self}")
 
+    def identity(self):
+        """The Python object this value stands for when `is` compares it (UNKNOWN: made in
+        the trace, or not modeled)."""
+        return UNKNOWN
+
+    def reconstruct(self, cg) -> None:
+        """Push this value's Python object on stage 4's stack (see the module docstring)."""
+        if self.source is not None:
+            cg.load_source(self.source)
+            return
+        raise CannotReconstruct(f"{self} exists only inside the trace")
+
     def __repr__(self):
         return f"{type(self).__name__}({self.source or ''})"
 
@@ -94,8 +107,8 @@ class Variable:
 class NullVariable(Variable):
     """The NULL that LOAD_GLOBAL / LOAD_ATTR / PUSH_NULL put below a callable; an unbound local."""
 
-    def reconstruct_kind(self):
-        return "null"
+    def reconstruct(self, cg):
+        cg.push_null()
 
     def __repr__(self):
         return "NULL"
@@ -105,9 +118,9 @@ NULL = NullVariable()
 
 
 def is_constant_value(value) -> bool:
-    """Values the VM treats as Python constants: immutable, compared by value."""
-    if isinstance(value, (tuple, frozenset)):  # torch.Size is a tuple
-        return all(is_constant_value(v) for v in value)
+    """Values the VM treats as Python constants: immutable, compared by value (or singletons)."""
+    if isinstance(value, (tuple, frozenset)) and not hasattr(value, "_fields"):
+        return all(is_constant_value(v) for v in value)  # torch.Size is a tuple
     if isinstance(value, slice):
         return all(is_constant_value(v) for v in (value.start, value.stop, value.step))
     return isinstance(value, CONSTANT_TYPES)
@@ -116,6 +129,7 @@ def is_constant_value(value) -> bool:
 CONSTANT_TYPES = (
     *(int, float, bool, complex, str, bytes, range, type(None), type(...), type(NotImplemented)),
     *(torch.dtype, torch.device, torch.layout, torch.memory_format, types.CodeType),
+    enum.Enum,  # members are singletons, compared by identity
 )
 
 
@@ -125,9 +139,6 @@ class ConstantVariable(Variable):
     def __init__(self, value, source=None, trace=None):
         assert is_constant_value(value), value
         self.value, self.source, self.trace = value, source, trace
-
-    def reconstruct_kind(self):
-        return "constant"
 
     def python_type(self):
         return type(self.value)
@@ -140,11 +151,16 @@ class ConstantVariable(Variable):
             self.trace.assume("constant", self.source)
         return self.value
 
+    def identity(self):
+        return self.as_python_constant()
+
     def get_attr(self, tx, name):
         value = self.as_python_constant()
-        if callable(getattr(value, name, None)):
+        if not hasattr(value, name):
+            raise ObservedAttributeError(f"{type(value).__name__} has no attribute {name!r}")
+        if callable(getattr(value, name)):
             return BoundMethodVariable(self, name)
-        return tx.wrap_constant_result(tx.run_python(getattr, value, name), f"attribute {name!r}")
+        return tx.wrap_constant_result(getattr(value, name), f"attribute {name!r}")
 
     def call_method(self, tx, name, args, kwargs):
         # Constants are immutable, so any method of one is a pure function of constants.
@@ -162,6 +178,12 @@ class ConstantVariable(Variable):
     def truth(self, tx):
         return bool(self.as_python_constant())
 
+    def reconstruct(self, cg):
+        if self.source is not None:
+            cg.load_source(self.source)
+        else:
+            cg.load_const(self.value)
+
     def __repr__(self):
         return f"ConstantVariable({self.value!r})"
 
@@ -176,21 +198,18 @@ class TensorVariable(Variable):
     """A tensor: the trace node that computes it and a meta tensor with its shape and dtype.
 
     Meta tensors have no device of their own (their device is "meta"), so the
-    real device travels beside them. `fresh` says the tensor was created by the
-    trace and is not a view of an input, so an in-place op on it changes
-    nothing outside (torch/_dynamo tracks this through FakeTensor + functionalization).
+    real device travels beside them (torch/_dynamo uses FakeTensors, meta
+    tensors that also remember a device).
     """
 
     # attributes that are plain Python values: shapes and dtypes are static in this stage
-    CONSTANT_ATTRS = ("shape", "dtype", "ndim", "requires_grad", "layout")
-    TENSOR_ATTRS = ("T", "mT", "H", "mH", "real", "imag")
+    CONSTANT_ATTRS = ("shape", "dtype", "ndim", "requires_grad", "layout", "is_leaf")
+    CONSTANT_ATTRS += ("is_sparse", "is_quantized", "is_meta", "is_nested")
+    TENSOR_ATTRS = ("T", "mT", "H", "mH", "real", "imag", "data")
 
-    def __init__(self, node, meta, device, fresh, source=None, type_=torch.Tensor):
-        self.node, self.meta, self.device, self.fresh = node, meta, device, fresh
+    def __init__(self, node, meta, device, source=None, type_=torch.Tensor):
+        self.node, self.meta, self.device = node, meta, device
         self.source, self.type_ = source, type_
-
-    def reconstruct_kind(self):
-        return "tensor"
 
     def python_type(self):
         return self.type_
@@ -200,12 +219,18 @@ class TensorVariable(Variable):
             return ConstantVariable(self.device)
         if name == "is_cuda":
             return ConstantVariable(self.device.type == "cuda")
+        if name == "is_cpu":
+            return ConstantVariable(self.device.type == "cpu")
+        if name == "__class__":
+            return tx.wrap(self.type_, None)
         if name in self.CONSTANT_ATTRS:
             return ConstantVariable(getattr(self.meta, name))
         if name in self.TENSOR_ATTRS:
             return tx.record_call(getattr, [self, ConstantVariable(name)], {})
         if callable(getattr(torch.Tensor, name, None)):
             return BoundMethodVariable(self, name)
+        if not hasattr(torch.Tensor, name):
+            raise ObservedAttributeError(f"'Tensor' object has no attribute {name!r}")
         raise Unsupported("unsupported_value", f"tensor attribute {name!r} is not modeled")
 
     def call_method(self, tx, name, args, kwargs):
@@ -219,7 +244,7 @@ class TensorVariable(Variable):
 
     def unpack(self, tx):
         if self.meta.dim() == 0:
-            raise Unsupported("eager_error", "iteration over a 0-d tensor")
+            raise ObservedException(TypeError("iteration over a 0-d tensor"))
         return [self.getitem(tx, ConstantVariable(i)) for i in range(self.meta.shape[0])]
 
     def truth(self, tx):
@@ -228,206 +253,11 @@ class TensorVariable(Variable):
             f"branch on the value of tensor {self.node!r} (`if tensor:` or `if x.sum() > 0:`)",
         )
 
+    def reconstruct(self, cg):
+        cg.load_node(self.node)
+
     def __repr__(self):
         return f"TensorVariable({self.node!r}, {str(self.meta.dtype)[6:]}{list(self.meta.shape)})"
-
-
-class SequenceVariable(Variable):
-    """Common ground of lists and tuples: a Python list of item Variables."""
-
-    def __init__(self, items, source=None):
-        self.items, self.source = list(items), source
-
-    def reconstruct_kind(self):
-        return "container"
-
-    def is_python_constant(self):
-        return all(item.is_python_constant() for item in self.items)
-
-    def as_python_constant(self):
-        return self.python_type()(item.as_python_constant() for item in self.items)
-
-    def unpack(self, tx):
-        return list(self.items)
-
-    def truth(self, tx):
-        return bool(self.items)
-
-    def get_attr(self, tx, name):
-        return self.method(name)
-
-    def getitem(self, tx, key):
-        index = key.as_python_constant()
-        if isinstance(index, slice):
-            return type(self)(self.items[index])
-        if not isinstance(index, int):
-            raise Unsupported("eager_error", f"{self.python_type().__name__} index is not an int")
-        if not -len(self.items) <= index < len(self.items):
-            raise Unsupported("eager_error", f"{self.python_type().__name__} index out of range")
-        return self.items[index]
-
-    def call_method(self, tx, name, args, kwargs):
-        if name == "index" and not kwargs:
-            keys = [item.as_python_constant() for item in self.items]
-            return ConstantVariable(tx.run_python(keys.index, *constant_args(args, {})[0]))
-        if name == "count" and len(args) == 1:
-            keys = [item.as_python_constant() for item in self.items]
-            return ConstantVariable(keys.count(args[0].as_python_constant()))
-        return super().call_method(tx, name, args, kwargs)
-
-    def __repr__(self):
-        return f"{type(self).__name__}({self.items!r})"
-
-
-class TupleVariable(SequenceVariable):
-    """A tuple; `tuple_type` keeps a named tuple's class (`torch.return_types.max`)."""
-
-    def __init__(self, items, source=None, tuple_type=tuple):
-        super().__init__(items, source)
-        self.tuple_type = tuple_type
-
-    def python_type(self):
-        return self.tuple_type
-
-
-class ListVariable(SequenceVariable):
-    """A list. One read from outside (`source` set) may not be changed: the change would be lost."""
-
-    def python_type(self):
-        return list
-
-    def check_mutable(self, what):
-        if self.source is not None:
-            raise Unsupported(
-                "unsupported_mutation",
-                f"{what} changes {self.source.describe()}, a list from outside",
-            )
-
-    def setitem(self, tx, key, value):
-        self.check_mutable("item assignment")
-        index = key.as_python_constant()
-        if isinstance(index, slice):
-            self.items[index] = value.unpack(tx)
-        else:
-            self.getitem(tx, key)  # raises if out of range
-            self.items[index] = value
-
-    def call_method(self, tx, name, args, kwargs):
-        if name in ("append", "extend", "pop", "insert", "reverse", "clear"):
-            self.check_mutable(f"`list.{name}`")
-        if name == "append" and len(args) == 1:
-            self.items.append(args[0])
-        elif name == "extend" and len(args) == 1:
-            self.items.extend(args[0].unpack(tx))
-        elif name == "insert" and len(args) == 2:
-            self.items.insert(args[0].as_python_constant(), args[1])
-        elif name == "pop" and len(args) <= 1:
-            if not self.items:
-                raise Unsupported("eager_error", "pop from empty list")
-            return self.items.pop(*constant_args(args, {})[0])
-        elif name == "reverse" and not args:
-            self.items.reverse()
-        elif name == "clear" and not args:
-            self.items.clear()
-        elif name == "copy" and not args:
-            return ListVariable(self.items)
-        else:
-            return super().call_method(tx, name, args, kwargs)
-        return ConstantVariable(None)
-
-
-class DictVariable(Variable):
-    """A dict with constant keys (strings, ints, ...) and Variable values."""
-
-    def __init__(self, items: dict, source=None):
-        self.items, self.source = dict(items), source
-
-    def reconstruct_kind(self):
-        return "container"
-
-    def python_type(self):
-        return dict
-
-    def get_attr(self, tx, name):
-        return self.method(name)
-
-    def truth(self, tx):
-        return bool(self.items)
-
-    def unpack(self, tx):
-        return [ConstantVariable(k) for k in self.items]
-
-    def getitem(self, tx, key):
-        k = key.as_python_constant()
-        if k not in self.items:
-            raise Unsupported("eager_error", f"KeyError: {k!r}")
-        return self.items[k]
-
-    def setitem(self, tx, key, value):
-        if self.source is not None:
-            raise Unsupported("unsupported_mutation", f"assignment into {self.source.describe()}")
-        self.items[key.as_python_constant()] = value
-
-    def call_method(self, tx, name, args, kwargs):
-        if name in ("keys", "values", "items") and not args:
-            if name == "keys":
-                return DictViewVariable(self.unpack(tx), name)
-            if name == "values":
-                return DictViewVariable(list(self.items.values()), name)
-            pairs = [TupleVariable([ConstantVariable(k), v]) for k, v in self.items.items()]
-            return DictViewVariable(pairs, name)
-        if name == "get" and 1 <= len(args) <= 2:
-            default = args[1] if len(args) == 2 else ConstantVariable(None)
-            return self.items.get(args[0].as_python_constant(), default)
-        if name in ("update", "pop", "setdefault", "clear") and self.source is not None:
-            raise Unsupported("unsupported_mutation", f"`dict.{name}` on {self.source.describe()}")
-        if name == "update" and len(args) <= 1:
-            self.items.update(args[0].items if args else {})
-            self.items.update(kwargs)
-            return ConstantVariable(None)
-        if name == "pop" and len(args) == 1:
-            self.getitem(tx, args[0])  # raises KeyError's Unsupported when missing
-            return self.items.pop(args[0].as_python_constant())
-        if name == "copy" and not args:
-            return DictVariable(self.items)
-        return super().call_method(tx, name, args, kwargs)
-
-    def __repr__(self):
-        return f"DictVariable({self.items!r})"
-
-
-class DictViewVariable(Variable):
-    """`d.keys()`, `d.values()`, `d.items()`: something to iterate over, not a value to return."""
-
-    def __init__(self, items, kind):
-        self.items, self.kind = items, kind
-
-    def reconstruct_kind(self):
-        return "unreconstructable"
-
-    def unpack(self, tx):
-        return list(self.items)
-
-
-class IteratorVariable(Variable):
-    """An iterator over a known list of items (range, list, zip, enumerate ...), unrolled."""
-
-    def __init__(self, items):
-        self.items, self.index = list(items), 0
-
-    def reconstruct_kind(self):
-        return "iterator"
-
-    def next_item(self):
-        """The next item, or None when the iterator is exhausted."""
-        if self.index == len(self.items):
-            return None
-        self.index += 1
-        return self.items[self.index - 1]
-
-    def unpack(self, tx):
-        rest, self.index = self.items[self.index :], len(self.items)
-        return rest
 
 
 class LazyVariable(Variable):
@@ -450,8 +280,8 @@ class CellVariable(Variable):
     def __init__(self, contents=None, source=None):
         self.contents, self.source = contents, source
 
-    def reconstruct_kind(self):
-        return "cell" if self.source is None else "source"
+    def reconstruct(self, cg):
+        cg.load_cell(self)
 
 
 class BoundMethodVariable(Variable):
@@ -460,18 +290,19 @@ class BoundMethodVariable(Variable):
     def __init__(self, obj, name):
         self.obj, self.name = obj, name
 
-    def reconstruct_kind(self):
-        return "method"
-
     def call(self, tx, args, kwargs):
         return self.obj.call_method(tx, self.name, args, kwargs)
+
+    def reconstruct(self, cg):
+        cg.reconstruct(self.obj)
+        cg.load_attr(self.name)
 
     def __repr__(self):
         return f"BoundMethodVariable({self.obj!r}.{self.name})"
 
 
 class ObjectVariable(Variable):
-    """An outside object the VM does not model (a class, a user object): it can only be passed on.
+    """An outside object the VM does not model (a C object, a class): it can only be passed on.
 
     Its identity can be relied on (`x is Foo`, `isinstance(v, Foo)`), which is an "id"
     assumption, unless it was found inside something already assumed (`torch.Tensor`: trace=None).
@@ -488,10 +319,15 @@ class ObjectVariable(Variable):
             self.trace.assume("id", self.source)
         return self.value
 
+    def identity(self):
+        return self.as_python_object()
+
     def get_attr(self, tx, name):
-        if isinstance(self.value, types.ModuleType) and hasattr(self.value, name):
-            return tx.wrap(getattr(self.value, name), AttrSource(self.source, name))
-        return super().get_attr(tx, name)
+        """An attribute of a module, or of an object of a class written in C, read now (and
+        guarded through its source, if the object has one)."""
+        if not hasattr(self.value, name):
+            raise ObservedAttributeError(f"{type(self.value).__name__} has no attribute {name!r}")
+        return tx.wrap(getattr(self.value, name), attr_of(self.source, name))
 
     def call(self, tx, args, kwargs):
         name = getattr(self.value, "__qualname__", type(self.value).__name__)
@@ -499,5 +335,55 @@ class ObjectVariable(Variable):
         shown = f"{module}.{name}" if module else name
         raise Unsupported("untraceable_call", f"call to `{shown}`, which the VM cannot look inside")
 
+    def call_method(self, tx, name, args, kwargs):
+        kind = type(self.value)
+        raise Unsupported(
+            "untraceable_call",
+            f"method `{name}` of a {kind.__module__}.{kind.__qualname__} object: C code (NumPy's, "
+            "another library's) runs outside the trace",
+        )
+
+    def reconstruct(self, cg):
+        if self.source is not None:
+            cg.load_source(self.source)
+        else:
+            cg.load_const(self.value)  # an object made by the VM (an exception about to be raised)
+
     def __repr__(self):
         return f"ObjectVariable({type(self.value).__name__} {self.source or ''})"
+
+
+class ExceptionVariable(Variable):
+    """An exception object the code made, raised or caught (its arguments are constants)."""
+
+    def __init__(self, exception: BaseException):
+        self.exception = exception
+
+    def python_type(self):
+        return type(self.exception)
+
+    def identity(self):
+        return self.exception
+
+    def get_attr(self, tx, name):
+        if name == "args":
+            return tx.wrap_constant_result(self.exception.args, "args")
+        if name == "__class__":
+            return tx.wrap(type(self.exception), None)
+        return super().get_attr(tx, name)
+
+    def reconstruct(self, cg):
+        cg.load_const(self.exception)
+
+    def __repr__(self):
+        return f"ExceptionVariable({self.exception!r})"
+
+
+def as_exception(value: Variable) -> BaseException:
+    """What `raise value` raises: an exception object, or a new one of an exception class."""
+    if isinstance(value, ExceptionVariable):
+        return value.exception
+    cls = value.identity()
+    if isinstance(cls, type) and issubclass(cls, BaseException):
+        return cls()
+    raise Unsupported("unsupported_value", f"`raise` of {value}")

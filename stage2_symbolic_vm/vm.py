@@ -14,6 +14,8 @@ the few handlers that check `PY312`.
 
 import builtins
 import dis
+import importlib
+import inspect
 import logging
 import operator
 import sys
@@ -24,14 +26,19 @@ from stage1_eval_frame.logs import get_logger
 
 from . import builder, operators, tensor_ops
 from .builtins_table import class_of
-from .errors import Location, Unsupported
+from .containers import DictVariable, ListVariable, SequenceVariable, SetVariable, TupleVariable
+from .errors import Location, ObservedException, Unsupported
 from .functions import SuperVariable, UserFunctionVariable
+from .iterators import GeneratorVariable
+from .objects import UserObjectVariable
+from .side_effects import SideEffects
 from .sources import (
     AttrSource,
     BuiltinSource,
     ClosureSource,
     FunctionSource,
     GlobalSource,
+    ImportSource,
     ItemSource,
     LocalSource,
 )
@@ -40,15 +47,12 @@ from .variables import (
     NULL,
     CellVariable,
     ConstantVariable,
-    DictVariable,
-    IteratorVariable,
+    ExceptionVariable,
     LazyVariable,
-    ListVariable,
     ObjectVariable,
-    SequenceVariable,
     TensorVariable,
-    TupleVariable,
     Variable,
+    as_exception,
     is_constant_value,
 )
 
@@ -68,6 +72,7 @@ ALIASES = {
     "POP_JUMP_FORWARD_IF_NOT_NONE": "POP_JUMP_IF_NOT_NONE",
     "POP_JUMP_BACKWARD_IF_NOT_NONE": "POP_JUMP_IF_NOT_NONE",
     "JUMP_BACKWARD": "JUMP_FORWARD",  # dis gives every jump an absolute target offset
+    "JUMP_BACKWARD_NO_INTERRUPT": "JUMP_FORWARD",
     "LOAD_FAST_CHECK": "LOAD_FAST",  # 3.12: LOAD_FAST where the local may be unbound
 }
 
@@ -108,6 +113,8 @@ def trace(fn, *args, **kwargs) -> Trace:
     if not isinstance(function, types.FunctionType):
         raise TypeError(f"trace() needs a Python function or method, got {type(fn).__name__}")
     code = function.__code__
+    if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
+        raise Unsupported("unsupported_value", f"{code.co_qualname} is a generator function")
     tx = InstructionTranslator(code, function.__globals__, Trace(code))
     if isinstance(fn, types.MethodType):  # the method's `self` is not an argument of the call
         tx.locals[code.co_varnames[0]] = LazyVariable(
@@ -123,6 +130,12 @@ def trace(fn, *args, **kwargs) -> Trace:
         except ValueError:  # an empty cell
             tx.cells[name] = CellVariable(None, source)
     output = tx.run()
+    if tx.side_effects:
+        raise Unsupported(
+            "unsupported_mutation",
+            f"the function changes {tx.side_effects.describe()}: a replay of the trace alone "
+            "would lose the change (stage 4 writes such changes back)",
+        )
     tx.trace.output = output_structure(output)
     log.info("traced %s:\n%s", code.co_qualname, tx.trace)
     return tx.trace
@@ -161,13 +174,19 @@ class InstructionTranslator:
         self.kw_names = ()
         self.depth = parent.depth + 1 if parent else 0
         self.wrapped = parent.wrapped if parent else {}  # source -> Variable, shared by all frames
+        self.side_effects = parent.side_effects if parent else SideEffects()
         self.counter = parent.counter if parent else [0]
         self.return_value = None
+        self.yielded = None  # a generator's frame pauses at `yield` with the value here
+        self.done = False
+        self.handled: list = []  # the exceptions being handled (`except` blocks entered)
 
     # --- the interpreter loop -------------------------------------------------------------
 
     def run(self) -> Variable:
-        while self.return_value is None:
+        """Run until the frame returns (or, for a generator, until its next `yield`)."""
+        self.done = False
+        while not self.done:
             self.current, inst = self.ip, self.instructions[self.ip]
             before = self.state() if self.parent is None else None
             self.ip += 1
@@ -178,13 +197,23 @@ class InstructionTranslator:
                 )
             try:
                 self.step(inst)
+            except ObservedException as error:
+                if self.handle_exception(inst, error):
+                    continue  # the code catches it itself
+                self.stopped(inst, error, before)
+                raise
             except Unsupported as error:
-                error.frames.insert(0, self.location(inst))
-                if self.parent is None:
-                    error.state, error.trace = before, self.trace
-                    log.info("stopped in %s: %s", self.code.co_qualname, error)
+                self.stopped(inst, error, before)
                 raise
         return self.return_value
+
+    def stopped(self, inst, error: Unsupported, before):
+        """Say where the VM stopped, as the error leaves each frame."""
+        error.frames.insert(0, self.location(inst))
+        if self.parent is None:
+            error.state, error.trace = before, self.trace
+            error.side_effects = self.side_effects
+            log.info("stopped in %s: %s", self.code.co_qualname, error)
 
     def step(self, inst):
         self.counter[0] += 1
@@ -241,12 +270,19 @@ class InstructionTranslator:
 
     def read_local(self, name):
         if name not in self.locals:
-            raise Unsupported("eager_error", f"local variable {name!r} is read before assignment")
+            raise ObservedException(
+                UnboundLocalError(f"local variable {name!r} is read before assignment")
+            )
         self.locals[name] = self.read(self.locals[name])
         return self.locals[name]
 
     def wrap(self, value, source):
         return builder.wrap(self, value, source)
+
+    def global_state(self, kind: str, value):
+        """A fact about the process the code asked for (`torch.is_grad_enabled()`): guarded."""
+        self.trace.assume(kind)
+        return self.wrap_constant_result(value, kind)
 
     def record_call(self, target, args, kwargs):
         return tensor_ops.record_call(self, target, list(args), dict(kwargs))
@@ -257,15 +293,14 @@ class InstructionTranslator:
             return fn(*args, **kwargs)
         except Exception as error:  # re-raised as a named Unsupported, not swallowed
             name = getattr(fn, "__name__", repr(fn))
-            raise Unsupported(
-                "eager_error", f"{name} raises {type(error).__name__}: {error}"
-            ) from None
+            raise ObservedException(error, name) from None
 
     def wrap_constant_result(self, value, what):
+        """A Python value computed now from constants (a folded call) as a Variable."""
         if is_constant_value(value):
             return ConstantVariable(value)
-        if type(value) is list and all(is_constant_value(v) for v in value):
-            return ListVariable([ConstantVariable(v) for v in value])
+        if type(value) in (list, tuple, dict, set, frozenset) or isinstance(value, type):
+            return self.wrap(value, None)  # made now: no source, nothing to assume
         raise Unsupported("unsupported_value", f"{what} returned a {type(value).__name__}")
 
     def global_source(self, name):
@@ -281,11 +316,20 @@ class InstructionTranslator:
         if self.depth >= MAX_INLINE_DEPTH:
             raise Unsupported("trace_limit", f"calls nested deeper than {MAX_INLINE_DEPTH}")
         arguments = fn.bind(args, kwargs)
-        child = InstructionTranslator(fn.code, fn.globals, self.trace, self, self.globals_source)
-        if fn.globals is not self.root().globals:
-            child.globals_source = fn.globals_source
+        # Globals are read through G when they are the traced function's, else through the
+        # function's own source (its module's __dict__, or its __globals__).
+        own = fn.globals is self.root().globals
+        child = InstructionTranslator(
+            fn.code, fn.globals, self.trace, self, None if own else fn.globals_source
+        )
         child.locals = {name: self.read(value) for name, value in arguments.items()}
         child.cells = dict(zip(fn.code.co_freevars, fn.closure, strict=True))
+        if fn.code.co_flags & (
+            inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
+        ):
+            if not fn.code.co_flags & inspect.CO_GENERATOR:
+                raise Unsupported("unsupported_value", f"{fn.name} is a coroutine")
+            return GeneratorVariable(child)  # runs up to each `yield` when asked for an item
         return child.run()
 
     def root(self):
@@ -350,8 +394,8 @@ class InstructionTranslator:
     def LOAD_DEREF(self, inst):
         cell = self.cells[inst.argval]
         if cell.contents is None:
-            raise Unsupported(
-                "eager_error", f"free variable {inst.argval!r} read before assignment"
+            raise ObservedException(
+                NameError(f"free variable {inst.argval!r} read before assignment")
             )
         cell.contents = self.read(cell.contents)
         self.push(cell.contents)
@@ -366,15 +410,36 @@ class InstructionTranslator:
         if inst.arg & 1:  # both versions: the low bit asks for a NULL below the global
             self.push(NULL)
         name = inst.argval
-        if name in self.globals:
+        stored = self.pending_global(name)
+        if stored is not None:
+            self.push(stored)
+        elif name in self.globals:
             self.push(self.wrap(self.globals[name], self.global_source(name)))
         elif hasattr(builtins, name):
             self.push(self.wrap(getattr(builtins, name), BuiltinSource(name)))
         else:
-            raise Unsupported("eager_error", f"name {name!r} is not defined")
+            raise ObservedException(NameError(f"name {name!r} is not defined"))
 
     def STORE_GLOBAL(self, inst):
-        raise Unsupported("unsupported_mutation", f"assigns global {inst.argval!r}")
+        # written back once the graph has run, like an attribute of the module
+        self.side_effects.store_attr(self.globals_owner(), inst.argval, self.pop())
+
+    def pending_global(self, name):
+        """The value the trace assigned to global `name`, if it did (None otherwise)."""
+        if not self.side_effects.stores:
+            return None
+        try:
+            return self.side_effects.load_attr(self.globals_owner(), name)
+        except Unsupported:  # globals that are not a module's: nothing was assigned to them
+            return None
+
+    def globals_owner(self) -> Variable:
+        """The module whose globals this frame reads, as the object its assignments change."""
+        name = self.globals.get("__name__")
+        module = sys.modules.get(name) if isinstance(name, str) else None
+        if module is None or vars(module) is not self.globals:
+            raise Unsupported("unsupported_mutation", "globals that are not a module's")
+        return self.wrap(module, ImportSource(name))
 
     def LOAD_ATTR(self, inst):
         obj = self.pop()
@@ -399,7 +464,24 @@ class InstructionTranslator:
 
     def STORE_ATTR(self, inst):
         obj = self.pop()
-        raise Unsupported("unsupported_mutation", f"assigns attribute {inst.argval!r} of {obj}")
+        obj.set_attr(self, inst.argval, self.pop())
+
+    def DELETE_ATTR(self, inst):
+        self.pop().del_attr(self, inst.argval)
+
+    def IMPORT_NAME(self, inst):
+        # `import a.b` binds `a`; `from a.b import c` reads `c` from `a.b` (IMPORT_FROM). The
+        # import itself runs now: importing is what eager would do at this line too.
+        fromlist, level = self.pop().as_python_constant(), self.pop().as_python_constant()
+        if level:
+            raise Unsupported("untraceable_call", "a relative import inside a function")
+        name = inst.argval
+        self.run_python(importlib.import_module, name)
+        top = name if fromlist else name.partition(".")[0]
+        self.push(self.wrap(sys.modules[top], ImportSource(top)))
+
+    def IMPORT_FROM(self, inst):
+        self.push(self.stack[-1].get_attr(self, inst.argval))
 
     # --- operators ------------------------------------------------------------------------
 
@@ -426,18 +508,7 @@ class InstructionTranslator:
     def CONTAINS_OP(self, inst):
         container = self.pop()
         item = self.pop()
-        if isinstance(container, TensorVariable):
-            raise Unsupported("data_dependent_branch", "`in` on a tensor compares its values")
-        if isinstance(container, ConstantVariable):
-            found = self.run_python(
-                operator.contains, container.as_python_constant(), item.as_python_constant()
-            )
-        else:
-            keys = container.unpack(self)
-            if not item.is_python_constant() or not all(k.is_python_constant() for k in keys):
-                raise Unsupported("unsupported_value", f"`in` with {item} and {container}")
-            found = item.as_python_constant() in [k.as_python_constant() for k in keys]
-        self.push(ConstantVariable(found != bool(inst.arg)))
+        self.push(ConstantVariable(operators.contains(self, item, container) != bool(inst.arg)))
 
     def CALL_INTRINSIC_1(self, inst):
         # 3.12 moved a few rare instructions into "intrinsic" functions
@@ -458,6 +529,10 @@ class InstructionTranslator:
     def STORE_SUBSCR(self, inst):
         key, container, value = self.pop(), self.pop(), self.pop()
         container.setitem(self, key, value)
+
+    def DELETE_SUBSCR(self, inst):
+        key, container = self.pop(), self.pop()
+        container.call_method(self, "__delitem__", [key], {})
 
     def make_slice(self, parts):
         if not all(p.is_python_constant() for p in parts):
@@ -511,13 +586,10 @@ class InstructionTranslator:
     # --- loops: iterators are lists of Variables, so loops unroll -----------------------------
 
     def GET_ITER(self, inst):
-        value = self.pop()
-        self.push(
-            value if isinstance(value, IteratorVariable) else IteratorVariable(value.unpack(self))
-        )
+        self.push(self.pop().iterate(self))
 
     def FOR_ITER(self, inst):
-        item = self.stack[-1].next_item()
+        item = self.stack[-1].next_item(self)
         if item is not None:
             self.push(item)
             return
@@ -534,14 +606,16 @@ class InstructionTranslator:
     def UNPACK_SEQUENCE(self, inst):
         items = self.pop().unpack(self)
         if len(items) != inst.arg:
-            raise Unsupported("eager_error", f"cannot unpack {len(items)} values into {inst.arg}")
+            raise ObservedException(
+                ValueError(f"cannot unpack {len(items)} values into {inst.arg}")
+            )
         self.stack.extend(reversed(items))
 
     def UNPACK_EX(self, inst):
         before, after = inst.arg & 0xFF, inst.arg >> 8
         items = self.pop().unpack(self)
         if len(items) < before + after:
-            raise Unsupported("eager_error", f"not enough values to unpack ({len(items)})")
+            raise ObservedException(ValueError(f"not enough values to unpack ({len(items)})"))
         rest = len(items) - after
         self.stack.extend(reversed(items[rest:]))
         self.push(ListVariable(items[before:rest]))
@@ -557,11 +631,21 @@ class InstructionTranslator:
 
     def BUILD_MAP(self, inst):
         flat = self.popn(2 * inst.arg)
-        self.push(
-            DictVariable(
-                {k.as_python_constant(): v for k, v in zip(flat[::2], flat[1::2], strict=True)}
-            )
-        )
+        result = DictVariable({})
+        for key, value in zip(flat[::2], flat[1::2], strict=True):
+            result.setitem(self, key, value)
+        self.push(result)
+
+    def BUILD_SET(self, inst):
+        self.push(SetVariable(self.popn(inst.arg)))
+
+    def SET_ADD(self, inst):
+        item = self.pop()
+        self.stack[-inst.arg].call_method(self, "add", [item], {})
+
+    def SET_UPDATE(self, inst):
+        items = self.pop()
+        self.stack[-inst.arg].call_method(self, "update", [items], {})
 
     def BUILD_CONST_KEY_MAP(self, inst):
         keys = self.pop().as_python_constant()
@@ -594,7 +678,7 @@ class InstructionTranslator:
     def MAP_ADD(self, inst):
         value = self.pop()
         key = self.pop()
-        self.stack[-inst.arg].items[key.as_python_constant()] = value
+        self.stack[-inst.arg].setitem(self, key, value)
 
     def DICT_UPDATE(self, inst):
         update = self.pop()
@@ -605,10 +689,10 @@ class InstructionTranslator:
     def DICT_MERGE(self, inst):
         update = self.pop()
         target = self.stack[-inst.arg]
+        if isinstance(update, UserObjectVariable) and update.items_var(self) is not None:
+            update = update.items_var(self)  # `**output` of a dict subclass
         if not isinstance(update, DictVariable) or set(update.items) & set(target.items):
-            raise Unsupported(
-                "eager_error", "`**` of something that is not a dict, or a repeated keyword"
-            )
+            raise ObservedException(TypeError("`**` of a non-dict, or a repeated keyword"))
         target.items.update(update.items)
 
     # --- calls and functions ----------------------------------------------------------------
@@ -627,7 +711,8 @@ class InstructionTranslator:
         self.push(self.call(fn, args[:split], dict(zip(names, args[split:], strict=True))))
 
     def CALL_FUNCTION_EX(self, inst):
-        kwargs = self.pop().items if inst.arg & 1 else {}
+        kwargs = self.pop() if inst.arg & 1 else None
+        kwargs = {k: kwargs.value(self, k) for k in list(kwargs.items)} if kwargs else {}
         args = self.pop().unpack(self)
         fn, below = self.pop(), self.pop()
         if below is not NULL:
@@ -647,24 +732,92 @@ class InstructionTranslator:
 
     def RETURN_VALUE(self, inst):
         self.return_value = self.pop()
+        self.done = True
+
+    def RETURN_GENERATOR(self, inst):
+        # The frame of a generator starts here when first resumed; the POP_TOP after this
+        # pops the value that resuming sent (None), so push it.
+        self.push(ConstantVariable(None))
+
+    def YIELD_VALUE(self, inst):
+        self.yielded = self.pop()  # GeneratorVariable.next_item takes it, and resumes us later
+        self.done = True
+
+    def GET_YIELD_FROM_ITER(self, inst):  # `yield from it`
+        self.push(self.pop().iterate(self))
+
+    def SEND(self, inst):
+        # `yield from`: the next item of the iterator below is yielded (YIELD_VALUE follows);
+        # when it is exhausted, its return value takes its place and the loop is left.
+        sent = self.pop()
+        if not (sent.is_python_constant() and sent.as_python_constant() is None):
+            raise Unsupported("unsupported_value", "`.send()` of a value into a generator")
+        item = self.stack[-1].next_item(self)
+        if item is not None:
+            self.push(item)
+            return
+        returned = getattr(self.stack[-1], "returned", None) or ConstantVariable(None)
+        if PY312:  # 3.12: [iterator, value]; END_SEND pops the iterator
+            self.push(returned)
+        else:  # 3.11: the value replaces the iterator
+            self.stack[-1] = returned
+        self.jump(inst.argval)
+
+    def END_SEND(self, inst):
+        value = self.pop()
+        self.pop()
+        self.push(value)
 
     def RETURN_CONST(self, inst):  # 3.12: LOAD_CONST + RETURN_VALUE
         self.LOAD_CONST(inst)
         self.RETURN_VALUE(inst)
 
-    def RETURN_GENERATOR(self, inst):
-        raise Unsupported(
-            "unsupported_opcode", "generators (`yield`, generator expressions) are not traced"
-        )
-
     def LOAD_ASSERTION_ERROR(self, inst):
         # reached only when an `assert` fails: the jump above skips it otherwise
-        raise Unsupported("eager_error", "an `assert` fails: the function raises AssertionError")
+        self.push(self.wrap(AssertionError, BuiltinSource("AssertionError")))
+
+    # --- exceptions: the code's own `raise`, and its `try`/`except` -------------------------
 
     def RAISE_VARARGS(self, inst):
-        raised = self.stack[-1] if inst.arg else None
-        what = repr(raised.value) if isinstance(raised, ObjectVariable) else "an exception"
-        raise Unsupported("eager_error", f"the function raises {what} (`raise`)")
+        if inst.arg == 0:  # a bare `raise` in an `except` block: the exception being handled
+            if not self.handled:
+                raise ObservedException(RuntimeError("No active exception to reraise"))
+            raise ObservedException(self.handled[-1].exception)
+        cause = self.pop() if inst.arg == 2 else None
+        exception = as_exception(self.pop())
+        if cause is not None:
+            exception.__cause__ = None if cause.is_python_constant() else as_exception(cause)
+        raise ObservedException(exception, "the function (`raise`)")
+
+    def handle_exception(self, inst, error: ObservedException) -> bool:
+        """Jump to the `except` that covers `inst`, as CPython's exception table says: the
+        stack is cut to the handler's depth, and the exception pushed. False if none does."""
+        entry = next((e for e in self.exception_entries if e.start <= inst.offset < e.end), None)
+        if entry is None:
+            return False
+        del self.stack[entry.depth :]
+        if entry.lasti:
+            self.push(ConstantVariable(inst.offset))
+        self.push(ExceptionVariable(error.exception))
+        self.jump(entry.target)
+        return True
+
+    def PUSH_EXC_INFO(self, inst):
+        exception = self.pop()
+        self.push(self.handled[-1] if self.handled else ConstantVariable(None))
+        self.handled.append(exception)
+        self.push(exception)
+
+    def POP_EXCEPT(self, inst):
+        self.pop()
+        self.handled.pop()
+
+    def CHECK_EXC_MATCH(self, inst):
+        classes = class_of(self.pop())
+        self.push(ConstantVariable(isinstance(self.stack[-1].exception, classes)))
+
+    def RERAISE(self, inst):
+        raise ObservedException(self.pop().exception)
 
 
 def real_opnames() -> set[str]:

@@ -21,8 +21,8 @@ from .replay import Replay, compile_replay
 __all__ = [
     "GUARD_BUILDERS",
     "CacheEntry",
-    "CompilerWarning",
     "Check",
+    "CompilerWarning",
     "Config",
     "Counters",
     "FrameCache",

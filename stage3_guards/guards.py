@@ -14,6 +14,7 @@ latter (see guard_function.py).
 """
 
 import builtins
+import enum
 import keyword
 import math
 import re
@@ -168,6 +169,39 @@ def id_match(source: Source, value, names: Names) -> Guard:
     return Guard("ID_MATCH", source, _short_repr(value), tuple(checks), names.objects)
 
 
+def function_match(source: Source, value, names: Names) -> Guard:
+    """A function with this code. Not its identity: a function made anew on every call (a
+    lambda handed to a resume function) would fail that guard every time. What the trace
+    read of its closure, defaults and globals has guards of its own."""
+    expr = source.name()
+    checks = (
+        _type_check(expr, type(value), names),
+        Check(f"{expr}.__code__ is {names(value.__code__, 'code_' + value.__name__)}",
+              "code", value.__code__, f"{expr}.__code__", _short_repr),
+    )  # fmt: skip
+    return Guard("FUNCTION_MATCH", source, value.__qualname__, checks, names.objects)
+
+
+# The hooks nn.Module.__call__ would run; a compiled call inlines forward() alone.
+MODULE_HOOKS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+GLOBAL_HOOKS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks")
+GLOBAL_HOOKS += ("_global_backward_pre_hooks",)
+
+
+def module_hooks(source: Source, value, names: Names) -> Guard:
+    """The module and the process have no hooks: one registered later must recompile."""
+    present = [h for h in MODULE_HOOKS if getattr(value, h, None)]
+    modules = torch.nn.modules.module
+    present += [h for h in GLOBAL_HOOKS if getattr(modules, h)]
+    if present:
+        raise GuardError(f"{source.describe()} has hooks ({', '.join(present)}): not traced")
+    expr = source.name()
+    checks = [Check(f"not {expr}.{h}", h, "none", f"len({expr}.{h})", str) for h in MODULE_HOOKS]
+    mod = names(modules, "module_hooks")
+    checks += [Check(f"not {mod}.{h}", h, "none", f"len({mod}.{h})", str) for h in GLOBAL_HOOKS]
+    return Guard("NO_HOOKS", source, "no hooks", tuple(checks), names.objects)
+
+
 def tensor_match(source: Source, value, names: Names) -> Guard:
     """Everything about a tensor that a trace can depend on, except its data.
 
@@ -206,8 +240,9 @@ def constant_match(source: Source, value, names: Names) -> Guard:
 
 
 SINGLETONS = (torch.dtype, torch.layout, torch.memory_format, types.CodeType)
-BY_VALUE = (int, float, complex, str, bytes, tuple, torch.Size, range, slice, frozenset)
+BY_VALUE = (int, float, complex, str, bytes, tuple, torch.Size, range, slice, frozenset, set)
 BY_VALUE += (torch.device,)  # compared with ==: torch.device("cpu") is made anew each time
+BY_VALUE += (torch.finfo, torch.iinfo)  # made anew too; == compares every field
 
 
 def _same_constant(expr: str, value, names: Names):
@@ -216,7 +251,7 @@ def _same_constant(expr: str, value, names: Names):
     if value is None or value is Ellipsis or value is NotImplemented or kind is bool:
         yield f"{expr} is {value!r}"
         return
-    if kind in SINGLETONS:  # one object per value (a code object: this very one)
+    if kind in SINGLETONS or isinstance(value, enum.Enum):  # one object per value
         yield f"{expr} is {names(value)}"
         return
     if kind not in BY_VALUE:
@@ -232,9 +267,11 @@ def _same_constant(expr: str, value, names: Names):
     elif kind is complex:
         yield from _same_constant(f"{expr}.real", value.real, names)
         yield from _same_constant(f"{expr}.imag", value.imag, names)
-    elif kind is frozenset and not all(type(item) is str for item in value):
-        raise GuardError(f"cannot guard on a frozenset of other things than strings: {value!r}")
-    elif kind is torch.device:
+    elif kind in (frozenset, set):  # sets of strings and ints compare by value
+        if not all(type(item) in (str, int) for item in value):
+            raise GuardError(f"cannot guard on a set of other things than str, int: {value!r}")
+        yield f"{expr} == {set(value)!r}" if value else f"not {expr}"
+    elif kind in (torch.device, torch.finfo, torch.iinfo):
         yield f"{expr} == {names(value, str(value))}"
     elif kind is float and math.isnan(value):
         yield f"{names(math)}.isnan({expr})"
@@ -274,6 +311,29 @@ def grad_mode(source: None, value, names: Names) -> Guard:
     return Guard("GRAD_MODE", None, _on_off(enabled), (check,), names.objects)
 
 
+def default_device(source: None, value, names: Names) -> Guard:
+    device = torch.get_default_device()
+    actual = f"{names(torch)}.get_default_device()"
+    check = Check(f"{actual} == {names(device, str(device))}", "default device", device, actual)
+    return Guard("DEFAULT_DEVICE", None, str(device), (check,), names.objects)
+
+
+AUTOCAST_DEVICES = ("cpu", "cuda")
+
+
+def autocast(source: None, value, names: Names) -> Guard:
+    """Whether autocast is on for each device type, and its dtype: it changes what ops compute."""
+    checks = []
+    for device in AUTOCAST_DEVICES:
+        enabled = torch.is_autocast_enabled(device)
+        actual = f"{names(torch)}.is_autocast_enabled({device!r})"
+        checks.append(Check(f"{actual} is {enabled}", f"autocast on {device}", enabled, actual))
+    summary = ", ".join(
+        f"{d} {'on' if torch.is_autocast_enabled(d) else 'off'}" for d in AUTOCAST_DEVICES
+    )
+    return Guard("AUTOCAST", None, summary, tuple(checks), names.objects)
+
+
 def default_dtype(source: None, value, names: Names) -> Guard:
     dtype = torch.get_default_dtype()
     code = f"{names(torch)}.get_default_dtype() is {names(dtype)}"
@@ -284,18 +344,23 @@ def default_dtype(source: None, value, names: Names) -> Guard:
 GUARD_BUILDERS = {
     "type": type_match,
     "id": id_match,
+    "function": function_match,
     "tensor": tensor_match,
     "constant": constant_match,
     "length": length_check,
     "dict_keys": dict_keys_match,
+    "module_hooks": module_hooks,
     "grad_mode": grad_mode,
     "default_dtype": default_dtype,
+    "default_device": default_device,
+    "autocast": autocast,
 }
 assert set(GUARD_BUILDERS) == set(Assumption.KINDS), "every assumption kind needs a guard"
 
 # Checks of a value's shape (type, identity) come before checks that use it, so
 # `len(L['xs'])` only runs once `L['xs']` is known to be a list again.
-_ORDER = {"type": 0, "id": 0, "tensor": 1, "constant": 1, "length": 2, "dict_keys": 2}
+_ORDER = {"type": 0, "id": 0, "function": 0, "tensor": 1, "constant": 1, "length": 2}
+_ORDER |= {"dict_keys": 2, "module_hooks": 2}
 
 
 def build_guards(assumptions, L: dict, G: dict, F=None) -> list[Guard]:

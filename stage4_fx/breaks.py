@@ -26,6 +26,12 @@ FRAME_KINDS = {
         "resume after (a `for` step, a jump that keeps a value, a local variable access)",
         "move the untraceable operation onto its own line",
     ),
+    "compiler_error": BreakKind(
+        "minidynamo itself failed on this frame (a bug): the frame runs eagerly, so its "
+        "results are still eager's, and a CompilerWarning says so once",
+        "report it with the warning's text; `stage3_guards.config.strict = True` shows the "
+        "traceback",
+    ),
     "unreconstructable_value": BreakKind(
         "a value live at the break (on the stack or in a local variable) exists only inside the "
         "trace and cannot be rebuilt in Python (a function made in the trace, an iterator, ...)",

@@ -3,14 +3,14 @@
 After the compiled graph runs, the new code must hand back Python values
 exactly as the original frame had them: the function's result, or at a graph
 break every value on the stack and in the live locals. Each symbolic value of
-stage 2 says how it can be rebuilt (`Variable.reconstruct_kind()`); this file
-turns that answer into instructions, as torch/_dynamo/codegen.py's
-`PyCodegen.__call__` does for VariableTrackers:
+stage 2 rebuilds itself (`Variable.reconstruct(cg)`) with the few operations of
+`Codegen` below, as torch/_dynamo/codegen.py's `PyCodegen` does for VariableTrackers:
 
     a tensor the graph computed   LOAD_FAST ___graph_out; LOAD_CONST i; BINARY_SUBSCR
     a value read from outside     its source: LOAD_FAST x; LOAD_ATTR weight
     a Python constant             LOAD_CONST 3
     a list, tuple or dict         its items, then BUILD_LIST / BUILD_TUPLE / BUILD_MAP
+    an object made in the trace   a call that rebuilds it (`rebuild_object(cls, attrs, items)`)
 
 A list or dict made inside the trace is built once and kept in a temporary,
 so two references to it stay one object. The few 3.11/3.12 differences of
@@ -18,31 +18,26 @@ the instructions we emit are in the small table and three helpers below.
 """
 
 import builtins
+import importlib
 import sys
 import types
 
 from bytecode import FreeVar, Instr
 
+from stage2_symbolic_vm.errors import CannotReconstruct
 from stage2_symbolic_vm.sources import (
     AttrSource,
     BuiltinSource,
     ClosureSource,
+    DictItemSource,
     GlobalSource,
+    ImportSource,
     ItemSource,
     LocalSource,
     Source,
 )
 from stage2_symbolic_vm.trace import Node
-from stage2_symbolic_vm.variables import (
-    CellVariable,
-    DictVariable,
-    IteratorVariable,
-    ListVariable,
-    SequenceVariable,
-    TensorVariable,
-    Variable,
-    is_constant_value,
-)
+from stage2_symbolic_vm.variables import CellVariable, Variable
 
 PY312 = sys.version_info >= (3, 12)
 GRAPH_OUT = "___graph_out"
@@ -67,15 +62,14 @@ def load_global(name: str) -> Instr:
     return Instr("LOAD_GLOBAL", (False, name))
 
 
-class CannotReconstruct(Exception):
-    """A value that exists only inside the trace; the frame must run eagerly."""
-
-
 class Codegen:
     """Appends instructions to `self.instructions` that push rebuilt values on the stack.
 
     `graph_outputs` maps a trace node to its index in the tuple the compiled
-    graph returned, which the code keeps in the local `___graph_out`.
+    graph returned, which the code keeps in the local `___graph_out`. Each
+    Variable knows how to rebuild itself (`Variable.reconstruct(cg)`) with the
+    few operations below: read a source, load a constant, call a function, build
+    a container.
     """
 
     def __init__(self, graph_outputs: dict[Node, int], globals_: dict | None = None):
@@ -90,13 +84,28 @@ class Codegen:
     def load_const(self, value):
         self.add(Instr("LOAD_CONST", value))
 
-    def call_callable(self, fn, *pushers):
-        """`fn(*args)` where each pusher emits one argument; `fn` is any object."""
+    def push_null(self):
+        self.add(Instr("PUSH_NULL"))
+
+    def pop_top(self):
+        self.add(Instr("POP_TOP"))
+
+    def load_attr(self, name: str):
+        self.add(load_attr(name))
+
+    def call_callable(self, fn, *pushers, kwargs: dict | None = None):
+        """`fn(*args, **kwargs)` where each pusher emits one argument and `kwargs` maps names to
+        Variables; `fn` is any object."""
         self.add(Instr("PUSH_NULL"))
         self.load_const(fn)
         for push in pushers:
             push()
-        self.add(*call(len(pushers)))
+        if not kwargs:
+            self.add(*call(len(pushers)))
+            return
+        self.add(Instr("BUILD_TUPLE", len(pushers)))
+        self.build_map(kwargs)
+        self.add(Instr("CALL_FUNCTION_EX", 1))
 
     # --- sources: where a value can be read again ------------------------------------------
 
@@ -108,11 +117,19 @@ class Codegen:
         elif isinstance(source, BuiltinSource):  # B.len: the builtins module, as guards read it
             self.load_const(builtins)
             self.add(load_attr(source.builtin))
+        elif isinstance(source, ImportSource):
+            self.call_callable(importlib.import_module, lambda: self.load_const(source.module))
         elif isinstance(source, ClosureSource):  # the new code shares the function's closure
             self.add(Instr("LOAD_DEREF", FreeVar(source.free_name)))
         elif isinstance(source, AttrSource):
             self.load_source(source.base)
             self.add(load_attr(source.member))
+        elif isinstance(source, DictItemSource):
+            self.call_callable(
+                dict.__getitem__,
+                lambda: self.load_source(source.base),
+                lambda: self.load_const(source.index),
+            )
         elif isinstance(source, ItemSource):
             self.load_source(source.base)
             self.load_const(source.index)
@@ -131,41 +148,11 @@ class Codegen:
         self.add(Instr("BINARY_SUBSCR"))
 
     def reconstruct(self, var: Variable):
-        """Push the Python value of `var` (torch/_dynamo: `VariableTracker.reconstruct`)."""
-        if id(var) in self.temps:
+        """Push the Python value of `var` (torch/_dynamo: `PyCodegen.__call__`)."""
+        if id(var) in self.temps:  # built once already: the same object again
             self.add(Instr("LOAD_FAST", self.temps[id(var)]))
             return
-        kind = var.reconstruct_kind()
-        if getattr(var, "self_arg", None) is not None:  # a method of a module, bound by the VM
-            function, bound_to = var.source, var.self_arg
-            self.call_callable(
-                types.MethodType,
-                lambda: self.load_source(function),
-                lambda: self.reconstruct(bound_to),
-            )
-        elif isinstance(var, TensorVariable):
-            self.load_node(var.node)
-        elif isinstance(var, CellVariable):
-            self.load_cell(var)
-        elif kind == "function":
-            self.make_function(var)
-        elif var.source is not None and kind in ("source", "constant", "container"):
-            self.load_source(var.source)  # the very object: identity and later changes kept
-        elif kind == "constant":
-            self.load_const(var.as_python_constant())
-        elif kind == "null":
-            self.add(Instr("PUSH_NULL"))
-        elif kind == "method":
-            self.reconstruct(var.obj)
-            self.add(load_attr(var.name))
-        elif kind == "container":
-            self.build_container(var)
-        elif kind == "iterator" and isinstance(var, IteratorVariable):
-            remaining = var.items[var.index :]
-            self.call_callable(iter, lambda: self.build_sequence(remaining, "BUILD_LIST"))
-            self.keep(var)
-        else:
-            raise CannotReconstruct(f"{var} exists only inside the trace ({kind})")
+        var.reconstruct(self)
 
     # --- closures: cells and the functions made in the trace that capture them ------------
 
@@ -215,47 +202,23 @@ class Codegen:
         self.add(Instr("MAKE_FUNCTION", flags))
         self.keep(fn)
 
-    def build_container(self, var):
-        if isinstance(var, DictVariable):
-            for key, value in var.items.items():
-                self.load_const(key)
-                self.reconstruct(value)
-            self.add(Instr("BUILD_MAP", len(var.items)))
-        elif isinstance(var, SequenceVariable) and var.python_type() in (list, tuple):
-            opname = "BUILD_LIST" if var.python_type() is list else "BUILD_TUPLE"
-            self.build_sequence(var.items, opname)
-        else:
-            raise CannotReconstruct(f"{var} is not a list, tuple or dict")
-        if isinstance(var, (ListVariable, DictVariable)):
-            self.keep(var)
-
     def build_sequence(self, items, opname):
         for item in items:
             self.reconstruct(item)
         self.add(Instr(opname, len(items)))
+
+    def build_map(self, items: dict, key_vars: dict | None = None):
+        """A dict of Variable values; keys are constants, or Variables in `key_vars`."""
+        for key, value in items.items():
+            if key_vars and key in key_vars:
+                self.reconstruct(key_vars[key])
+            else:
+                self.load_const(key)
+            self.reconstruct(value)
+        self.add(Instr("BUILD_MAP", len(items)))
 
     def keep(self, var):
         """Store a just-built mutable value in a temporary: later references reuse it."""
         name = f"___tmp_{len(self.temps)}"
         self.temps[id(var)] = name
         self.add(Instr("COPY", 1), Instr("STORE_FAST", name))
-
-    def reconstruct_output(self, value):
-        """Push a Trace.output structure: nodes, constants, and tuples/lists/dicts of them."""
-        if isinstance(value, Node):
-            self.load_node(value)
-        elif isinstance(value, Variable):
-            self.reconstruct(value)
-        elif type(value) in (tuple, list):
-            for item in value:
-                self.reconstruct_output(item)
-            self.add(Instr("BUILD_LIST" if type(value) is list else "BUILD_TUPLE", len(value)))
-        elif type(value) is dict:
-            for key, item in value.items():
-                self.load_const(key)
-                self.reconstruct_output(item)
-            self.add(Instr("BUILD_MAP", len(value)))
-        elif is_constant_value(value):
-            self.load_const(value)
-        else:
-            raise CannotReconstruct(f"the result holds a {type(value).__name__}")

@@ -24,6 +24,7 @@ value that only exists in the trace) the frame runs eagerly instead, and the
 functions it calls are still compiled.
 """
 
+import dataclasses
 import dis
 import functools
 import inspect
@@ -36,18 +37,19 @@ from bytecode import Bytecode, FreeVar, Instr, Label
 import stage2_symbolic_vm.vm as vm
 from stage1_eval_frame import call_unhooked, skip_code
 from stage2_symbolic_vm import variables
-from stage2_symbolic_vm.errors import Unsupported
+from stage2_symbolic_vm.errors import CannotReconstruct, Unsupported
+from stage2_symbolic_vm.iterators import ListIteratorVariable
 from stage2_symbolic_vm.sources import ClosureSource, LocalSource
 from stage2_symbolic_vm.trace import Trace, bind_frame
-from stage2_symbolic_vm.variables import CellVariable, IteratorVariable, LazyVariable, NullVariable
-from stage3_guards import GuardFunction, build_guards, compile_guards
+from stage2_symbolic_vm.variables import CellVariable, LazyVariable, NullVariable
+from stage3_guards import GuardError, GuardFunction, build_guards, compile_guards
 from stage3_guards.jit import call_arguments
 from stage3_guards.replay import argument_names
 
 from . import breaks
 from .backends import BackendCompilerFailed
 from .breaks import GraphBreak
-from .codegen import GRAPH_OUT, PY312, CannotReconstruct, Codegen, call, load_global
+from .codegen import GRAPH_OUT, PY312, Codegen, call, load_global
 from .graph import CapturedGraph, build_graph
 from .resume import (
     ITERATOR,
@@ -61,6 +63,7 @@ from .resume import (
 )
 
 _serial = itertools.count(1)
+RESULT = "___result"
 
 
 @dataclass(eq=False)
@@ -153,7 +156,26 @@ def stop_at_root(function, args, kwargs, error: Unsupported, visits: dict) -> Un
 
 
 def convert_frame(frame, options) -> CompiledFrame:
-    """Compile one frame (a cache miss). Raises Unsupported when it must run eagerly."""
+    """Compile one frame (a cache miss). Raises Unsupported when it must run eagerly, and
+    any other error (a bug of ours) after recording it, for explain() and the logs."""
+    try:
+        return convert_frame_or_raise(frame, options)
+    except (Unsupported, GuardError, BackendCompilerFailed, breaks.GraphBreakError):
+        raise
+    except Exception as error:
+        cause = breaks.GraphBreak(
+            "compiler_error",
+            f"{type(error).__name__}: {error}",
+            frame.code.co_qualname,
+            frame.code.co_filename,
+            frame.code.co_firstlineno,
+            eager_frame=True,
+        )
+        options.record_break(frame.code, cause)
+        raise
+
+
+def convert_frame_or_raise(frame, options) -> CompiledFrame:
     code, function = frame.code, frame.function
     args, kwargs = call_arguments(code, frame.slots)
     tx = start_translator(function, args, kwargs)
@@ -161,24 +183,31 @@ def convert_frame(frame, options) -> CompiledFrame:
         result = tx.run()
     except Unsupported as error:
         return convert_break(frame, options, args, kwargs, error, tx.visits)
-    cg = Codegen(OutputIndex())
+    cg = Codegen(OutputIndex(), frame.globals)
     cg.reconstruct(result)
+    if tx.side_effects:  # the result first (it may read what the changes overwrite)
+        cg.add(Instr("STORE_FAST", RESULT))
+        tx.side_effects.codegen(cg)
+        cg.add(Instr("LOAD_FAST", RESULT))
     cg.add(Instr("RETURN_VALUE"))
     return finish(frame, options, tx.trace, cg, None, [])
 
 
 def convert_break(frame, options, args, kwargs, error, visits) -> CompiledFrame:
     code = frame.code
-    if error.kind == "eager_error" or error.state is None:
-        raise error  # the user's own error: eager raises it (stage 3 runs this call eagerly)
     graph_break = breaks.from_unsupported(error, code)
+    if error.kind == "eager_error" or error.state is None:
+        # The user's own error: eager raises it (stage 3 runs this call eagerly). Said, not
+        # silent: if the VM were wrong about the error, explain() would show it here.
+        options.record_break(code, dataclasses.replace(graph_break, eager_frame=True))
+        raise error
     if options.fullgraph:  # the cache will run the frame eagerly; the callback raises this instead
         options.pending = breaks.GraphBreakError(graph_break)
         raise options.pending
     if len(error.frames) > 1:
         error = stop_at_root(frame.function, args, kwargs, error, visits)
     try:
-        cg, resumes = cut(code, error.state, frame.globals)
+        cg, resumes = cut(code, error.state, frame.globals, error.side_effects)
     except (CannotCut, CannotReconstruct) as why:
         kind = why.kind if isinstance(why, CannotCut) else "unreconstructable_value"
         eager = breaks.frame_runs_eagerly(kind, str(why), graph_break)
@@ -270,8 +299,9 @@ CONDITIONAL_JUMPS |= {f"POP_JUMP_{d}_IF_{c}" for d in ("FORWARD", "BACKWARD") fo
     "FALSE", "TRUE", "NONE", "NOT_NONE")}  # fmt: skip
 
 
-def cut(code, state, globals_) -> tuple[Codegen, list[ResumeFunction]]:
-    """The instructions after the graph call, at a break before `state`'s instruction."""
+def cut(code, state, globals_, side_effects) -> tuple[Codegen, list[ResumeFunction]]:
+    """The instructions after the graph call, at a break before `state`'s instruction:
+    the changes the trace made to outside objects, then the instruction, then a resume call."""
     if state.exception_handler is not None:
         raise CannotCut("break_in_block", "the break is inside a `try` or `with` block")
     frame_code = code
@@ -281,6 +311,7 @@ def cut(code, state, globals_) -> tuple[Codegen, list[ResumeFunction]]:
     inst = instructions[index]
     abstract, position_of = abstract_instructions(code)
     cg = Codegen(OutputIndex(), globals_)
+    side_effects.codegen(cg)
     own_cells = [name for name in code.co_cellvars if name not in frame_code.co_freevars]
     cg.make_cells({name: state.cells[name] for name in own_cells})
     closure = [*code.co_cellvars, *code.co_freevars]  # the resume function's, see resume.py
@@ -316,7 +347,7 @@ def slot_kinds(prefix, state, live) -> tuple[str, ...]:
     for var in prefix:
         if isinstance(var, NullVariable):
             kinds.append(NULL)
-        elif isinstance(var, IteratorVariable) and sum(v is var for v in held) == 1:
+        elif isinstance(var, ListIteratorVariable) and sum(v is var for v in held) == 1:
             kinds.append(ITERATOR)
         else:
             kinds.append(VALUE)
@@ -327,7 +358,7 @@ def push_stack(cg: Codegen, prefix, kinds):
     """Push the stack slots below the instruction, as `slot_kinds` says (NULLs are not pushed)."""
     for var, kind in zip(prefix, kinds[: len(prefix)], strict=True):
         if kind == ITERATOR:
-            cg.build_sequence(var.items[var.index :], "BUILD_LIST")
+            cg.build_sequence(var.remaining(), "BUILD_LIST")
         elif kind == VALUE:
             cg.reconstruct(var)
 

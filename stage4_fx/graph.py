@@ -25,6 +25,7 @@ import torch
 import torch.fx
 
 from stage2_symbolic_vm.sources import Source
+from stage2_symbolic_vm.tensor_ops import OPERATORS, draws_random_numbers
 from stage2_symbolic_vm.trace import Node, Trace, map_nodes
 
 # operator.iadd & co. change their first argument in place, like `x.add_(1)`.
@@ -80,7 +81,7 @@ def build_graph(trace: Trace, needed: list[Node]) -> CapturedGraph | None:
         create = graph.call_method if node.op == "call_method" else graph.call_function
         fx_nodes[node] = create(node.target, tuple(args), kwargs)
     graph.output(tuple(fx_nodes[n] for n in outputs))
-    graph.eliminate_dead_code(is_impure_node=_changes_an_input)
+    graph.eliminate_dead_code(is_impure_node=_is_impure)
     inputs = trace.inputs
     for node in inputs:  # an input nothing reads is not worth passing (Dynamo prunes them too)
         if not fx_nodes[node].users:
@@ -90,17 +91,20 @@ def build_graph(trace: Trace, needed: list[Node]) -> CapturedGraph | None:
     return CapturedGraph(torch.fx.GraphModule(torch.nn.Module(), graph), sources, outputs)
 
 
-def _changes_an_input(node: torch.fx.Node) -> bool:
-    """In-place ops must stay even when their result is unused: they are the point."""
-    if node.op in ("placeholder", "output") or "out" in node.kwargs:
+def _is_impure(node: torch.fx.Node) -> bool:
+    """Nodes that must run even when nothing reads their result: in-place ops (the change is
+    the point) and random ops (they advance the generator, so later draws match eager's)."""
+    if node.op in ("placeholder", "output") or "out" in node.kwargs or node.kwargs.get("inplace"):
         return True
-    if node.op == "call_method":
-        return node.target.endswith("_") and not node.target.endswith("__")
-    if node.op == "call_function":
-        name = getattr(node.target, "__name__", "")
-        in_place_name = name.endswith("_") and not name.endswith("__")
-        return node.target in _IN_PLACE_OPERATORS or in_place_name or node.kwargs.get("inplace")
-    return False
+    if node.op not in ("call_method", "call_function"):
+        return False
+    if draws_random_numbers(node.target):
+        return True
+    if node.target in _IN_PLACE_OPERATORS:
+        return True
+    name = node.target if node.op == "call_method" else getattr(node.target, "__name__", "")
+    in_place_name = name.endswith("_") and not name.endswith("__")
+    return in_place_name and node.target not in OPERATORS  # `operator.and_` is `a & b`
 
 
 def format_graph(gm: torch.fx.GraphModule) -> str:

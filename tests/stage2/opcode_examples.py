@@ -104,6 +104,23 @@ def try_block(x):
     return y
 
 
+def catches(x, d):
+    try:
+        y = d["missing"]
+    except KeyError:
+        y = 1
+    try:
+        try:
+            raise ValueError("inner")
+        except TypeError:
+            y = 2
+    except ValueError as error:
+        y = y + len(error.args)
+    finally:
+        y = y * 2
+    return x * y
+
+
 def returns_none(x):
     x.sum()
     return None
@@ -153,6 +170,46 @@ def generator(x):
     yield x
 
 
+def generators(x):
+    def delegating(n):
+        yield from range(n)
+        return (yield from (v * 2 for v in range(n)))
+
+    return sum(v for v in (x, x * 2)), tuple(v + 1 for v in range(2)), list(delegating(2))
+
+
+def imports(x):
+    import math
+    from math import pi
+
+    return x * math.e + pi
+
+
+def sets(x, n):
+    s = {n, 1}
+    s.add(3)
+    t = {*s, 5}
+    return x * len(s | t), {v * 2 for v in s}
+
+
+def deletes(x):
+    d = {"a": 1, "b": 2}
+    del d["a"]
+    return x + len(d)
+
+
+class Point:
+    def __init__(self, a):
+        self.a = a
+
+
+def objects(x):
+    p = Point(x)
+    p.b = 2
+    del p.b
+    return p.a * 2
+
+
 # (function, arguments, None to compare with eager or the Unsupported kind expected)
 EXAMPLES = [
     (basics, (X, Y), None),
@@ -166,6 +223,7 @@ EXAMPLES = [
     (closures, (X,), None),
     (unbound_then_bound, (X, 1), None),
     (try_block, (X,), None),
+    (catches, (X, {"k": 1}), None),
     (returns_none, (X,), None),
     (Child().forward, (X,), None),
     (many_locals_source(), (X,), None),
@@ -173,5 +231,10 @@ EXAMPLES = [
     (assigns_global, (X,), "unsupported_mutation"),
     (raises, (X,), "eager_error"),
     (asserts, (X, 1), "eager_error"),
-    (generator, (X,), "unsupported_opcode"),
+    (generator, (X,), "unsupported_value"),
+    (generators, (X,), None),
+    (imports, (X,), None),
+    (sets, (X, 2), None),
+    (deletes, (X,), None),
+    (objects, (X,), None),
 ]

@@ -1,0 +1,262 @@
+"""Iterators: stepped one item at a time with `next_item(tx)`, so loops unroll.
+
+An iterator Variable is lazy, like the real one: `zip(itertools.count(), xs)`
+never builds the infinite count, and a generator (a `def` with `yield`, or a
+generator expression) runs its own frame in the VM only as far as the next
+`yield` (torch/_dynamo/variables/iter.py and `InliningGeneratorInstructionTranslator`).
+`next_item` returns None when the iterator is exhausted.
+
+Only a `ListIteratorVariable`, an iterator over items already known, can be
+rebuilt in Python at a graph break (as `iter([the items still to come])`).
+"""
+
+import itertools
+import operator
+import types
+
+from .containers import TupleVariable
+from .errors import CannotReconstruct, ObservedException, Unsupported
+from .operators import binary_op
+from .variables import ConstantVariable, Variable
+
+
+class IteratorVariable(Variable):
+    """Base of every iterator: it is its own iterator, and `unpack` drains it."""
+
+    def iterate(self, tx):
+        return self
+
+    def unpack(self, tx):
+        items = []
+        while (item := self.next_item(tx)) is not None:
+            items.append(item)
+        return items
+
+    def truth(self, tx):
+        return True
+
+    def reconstruct(self, cg):
+        raise CannotReconstruct(f"{self}: an iterator part-way through its items")
+
+
+class ListIteratorVariable(IteratorVariable):
+    """An iterator over a known list of items (a list, a tuple, a range, a dict's keys)."""
+
+    def __init__(self, items):
+        self.items, self.index = list(items), 0
+
+    def next_item(self, tx):
+        if self.index == len(self.items):
+            return None
+        self.index += 1
+        return self.items[self.index - 1]
+
+    def remaining(self) -> list:
+        return self.items[self.index :]
+
+    def reconstruct(self, cg):
+        remaining = self.remaining()
+        cg.call_callable(iter, lambda: cg.build_sequence(remaining, "BUILD_LIST"))
+        cg.keep(self)
+
+
+class MapIteratorVariable(IteratorVariable):
+    """`map(fn, *iterables)`: `fn` is called on each step, only when an item is asked for."""
+
+    def __init__(self, fn, iterators):
+        self.fn, self.iterators = fn, iterators
+
+    def next_item(self, tx):
+        items = [it.next_item(tx) for it in self.iterators]
+        return None if None in items else self.fn.call(tx, items, {})
+
+
+class ZipIteratorVariable(IteratorVariable):
+    """`zip(*iterables, strict=...)`."""
+
+    def __init__(self, iterators, strict=False):
+        self.iterators, self.strict = iterators, strict
+
+    def next_item(self, tx):
+        items = []
+        for it in self.iterators:
+            item = it.next_item(tx)
+            if item is None:
+                rest = self.iterators[len(items) + 1 :]
+                if self.strict and (items or any(i.next_item(tx) is not None for i in rest)):
+                    raise ObservedException(ValueError("zip() arguments differ in length"))
+                return None
+            items.append(item)
+        return TupleVariable(items)
+
+
+class FilterIteratorVariable(IteratorVariable):
+    """`filter(fn, iterable)`; `fn` None keeps the true items."""
+
+    def __init__(self, fn, iterator):
+        self.fn, self.iterator = fn, iterator
+
+    def next_item(self, tx):
+        while (item := self.iterator.next_item(tx)) is not None:
+            kept = item if self.fn is None else self.fn.call(tx, [item], {})
+            if kept.truth(tx):
+                return item
+        return None
+
+
+class CountIteratorVariable(IteratorVariable):
+    """`itertools.count(start, step)`: endless, so it must stay lazy."""
+
+    def __init__(self, start, step):
+        self.value, self.step = start, step
+
+    def next_item(self, tx):
+        value, self.value = self.value, self.value + self.step
+        return ConstantVariable(value)
+
+
+class ChainIteratorVariable(IteratorVariable):
+    """`itertools.chain(*iterables)`: each iterable is started only when reached."""
+
+    def __init__(self, iterables):
+        self.pending, self.current = list(iterables), None
+
+    def next_item(self, tx):
+        while True:
+            if self.current is None:
+                if not self.pending:
+                    return None
+                self.current = self.pending.pop(0).iterate(tx)
+            item = self.current.next_item(tx)
+            if item is not None:
+                return item
+            self.current = None
+
+
+class IsliceIteratorVariable(IteratorVariable):
+    """`itertools.islice(iterable, [start,] stop [, step])`: it takes no more than it needs."""
+
+    def __init__(self, iterator, start, stop, step):
+        self.iterator, self.position = iterator, 0
+        wanted = range(start, stop, step) if stop is not None else itertools.count(start, step)
+        self.wanted = iter(wanted)
+
+    def next_item(self, tx):
+        want = next(self.wanted, None)
+        if want is None:
+            return None
+        while self.position <= want:
+            item = self.iterator.next_item(tx)
+            if item is None:
+                return None
+            self.position += 1
+        return item
+
+
+class GeneratorVariable(IteratorVariable):
+    """A generator: the frame of a generator function, run in the VM up to each `yield`.
+
+    `frame` is a child InstructionTranslator set up with the call's arguments; it
+    pauses at YIELD_VALUE (its `yielded` holds the value) and ends at RETURN_VALUE.
+    """
+
+    def __init__(self, frame):
+        self.frame, self.finished = frame, False
+        self.returned = None  # what the generator returned (`yield from` evaluates to it)
+
+    def python_type(self):
+        return types.GeneratorType
+
+    def next_item(self, tx):
+        if self.finished:
+            return None
+        self.frame.yielded = None
+        self.frame.run()
+        if self.frame.yielded is None:  # it returned: StopIteration
+            self.finished, self.returned = True, self.frame.return_value
+            return None
+        self.frame.push(ConstantVariable(None))  # what `yield` evaluates to: next() sends None
+        return self.frame.yielded
+
+    def __repr__(self):
+        return f"GeneratorVariable({self.frame.code.co_qualname})"
+
+
+def product(tx, *iterables, repeat=None):
+    """`itertools.product`: finite, so its items are computed at once from the iterables'."""
+    pools = [it.unpack(tx) for it in iterables] * (repeat.as_python_constant() if repeat else 1)
+    return ListIteratorVariable(TupleVariable(list(row)) for row in itertools.product(*pools))
+
+
+def combinatoric(kind):
+    """`itertools.permutations/combinations/combinations_with_replacement(iterable, r)`."""
+
+    def make(tx, iterable, r=None):
+        args = [] if r is None else [r.as_python_constant()]
+        rows = getattr(itertools, kind)(iterable.unpack(tx), *args)
+        return ListIteratorVariable(TupleVariable(list(row)) for row in rows)
+
+    return make
+
+
+def zip_longest(tx, *iterables, fillvalue=None):
+    fill = fillvalue if fillvalue is not None else ConstantVariable(None)
+    columns = [it.unpack(tx) for it in iterables]
+    rows = itertools.zip_longest(*columns, fillvalue=fill)
+    return ListIteratorVariable(TupleVariable(list(row)) for row in rows)
+
+
+def islice(tx, iterable, *bounds):
+    values = [b.as_python_constant() for b in bounds]
+    start, stop, step = (0, values[0], 1) if len(values) == 1 else (*values, 1)[:3]
+    return IsliceIteratorVariable(iterable.iterate(tx), start or 0, stop, step or 1)
+
+
+def accumulate(tx, iterable, func=None, *, initial=None):
+    items = iterable.unpack(tx)
+    total = initial
+    results = [] if initial is None else [initial]
+    for item in items:
+        if total is None:
+            total = item
+        elif func is None:
+            total = binary_op(tx, operator.add, total, item)
+        else:
+            total = func.call(tx, [total, item], {})
+        results.append(total)
+    return ListIteratorVariable(results)
+
+
+def pairwise(tx, iterable):
+    items = iterable.unpack(tx)
+    return ListIteratorVariable(TupleVariable([a, b]) for a, b in itertools.pairwise(items))
+
+
+def repeat(tx, value, times=None):
+    if times is None:
+        raise Unsupported("unsupported_value", "itertools.repeat without a count never ends")
+    return ListIteratorVariable([value] * times.as_python_constant())
+
+
+def starmap(tx, fn, iterable):
+    return ListIteratorVariable(fn.call(tx, item.unpack(tx), {}) for item in iterable.unpack(tx))
+
+
+# itertools, one entry per function (the VM's version of each).
+ITERTOOLS = {
+    itertools.chain: lambda tx, *its: ChainIteratorVariable(its),
+    itertools.count: lambda tx, start=None, step=None: CountIteratorVariable(
+        start.as_python_constant() if start is not None else 0,
+        step.as_python_constant() if step is not None else 1,
+    ),
+    itertools.islice: islice,
+    itertools.product: product,
+    itertools.permutations: combinatoric("permutations"),
+    itertools.combinations: combinatoric("combinations"),
+    itertools.combinations_with_replacement: combinatoric("combinations_with_replacement"),
+    itertools.zip_longest: zip_longest,
+    itertools.accumulate: accumulate,
+    itertools.pairwise: pairwise,
+    itertools.repeat: repeat,
+    itertools.starmap: starmap,
+}

@@ -1,0 +1,405 @@
+"""Classes written in Python, and their instances (torch/_dynamo/variables/user_defined.py).
+
+Real code is full of small objects: a config, a dataclass of outputs, an
+enum, a registry. The VM treats them as CPython does, by running the Python
+that defines them:
+
+* reading `obj.name` is `type(obj).__getattribute__`: a custom one (written in
+  Python) is inlined; the generic one looks for a data descriptor (a
+  property) in the class, then the instance's `__dict__`, then anything else
+  in the class (a method becomes bound to `obj`), then `__getattr__`;
+* `obj.name = value` runs a custom `__setattr__`, or assigns into the
+  instance: an object made in the trace simply holds the new value, an
+  object from outside gets it once the graph has run (side_effects.py);
+* calling a class makes a new instance in the trace and inlines `__init__`
+  (a dataclass's generated `__init__` included).
+
+What is read is read through sources that do not run any Python again:
+`L['cfg'].__dict__['hidden']` for an instance attribute,
+`L['cfg'].__class__.__mro__[1].__dict__['forward']` for a class attribute, so a
+guard checks exactly the storage the trace relied on.
+"""
+
+import collections
+import inspect
+import types
+
+from .containers import DictVariable, TupleVariable
+from .errors import CannotReconstruct, ObservedAttributeError, ObservedException, Unsupported
+from .side_effects import DELETED, DICT_BASES
+from .sources import DictItemSource, attr_of, item_of
+from .variables import (
+    UNKNOWN,
+    ConstantVariable,
+    ExceptionVariable,
+    LazyVariable,
+    Variable,
+    constant_args,
+)
+
+# A user class may derive from a builtin dict kind (side_effects.DICT_BASES) and still be made
+# in the trace: its items are kept in a DictVariable beside its attributes.
+PLAIN_NEW = (object.__new__, dict.__new__, collections.OrderedDict.__new__)
+
+
+def class_lookup(cls, name):
+    """(index in the MRO, the raw class attribute) of `name`, or None: the class half of
+    CPython's attribute lookup (`_PyType_Lookup`), without running descriptors."""
+    for index, klass in enumerate(cls.__mro__):
+        if name in klass.__dict__:
+            return index, klass.__dict__[name]
+    return None
+
+
+def is_data_descriptor(attr) -> bool:
+    kind = type(attr)
+    return hasattr(kind, "__set__") or hasattr(kind, "__delete__")
+
+
+HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made at run time, by a `class` statement
+
+
+def is_python_class(value) -> bool:
+    """A class made by a `class` statement (builtin and C classes are not)."""
+    return isinstance(value, type) and bool(value.__flags__ & HEAPTYPE)
+
+
+def mro_source(class_source, index: int, name: str):
+    """`C.__mro__[i].__dict__['name']`: the class attribute itself, however it was found."""
+    if class_source is None:
+        return None
+    owner = class_source if index == 0 else item_of(attr_of(class_source, "__mro__"), index)
+    return item_of(attr_of(owner, "__dict__"), name)
+
+
+SLOT_TYPES = (types.MethodDescriptorType, types.WrapperDescriptorType)
+
+
+def class_attribute(tx, instance, cls_var, name, index, attr):
+    """A class attribute as `instance.name` sees it (CPython's descriptor protocol):
+    a function becomes bound to `instance`, a property runs its getter, a classmethod is
+    bound to the class. `instance` None: seen through the class itself (`Cls.name`)."""
+    source = mro_source(cls_var.source, index, name)
+    owner = instance if instance is not None else None
+    if isinstance(attr, property) and owner is not None:
+        if attr.fget is None:
+            raise ObservedAttributeError(f"property {name!r} has no getter")
+        return tx.wrap(attr.fget, attr_of(source, "fget")).bound_to(owner).call(tx, [], {})
+    if isinstance(attr, staticmethod):
+        return tx.wrap(attr.__func__, attr_of(source, "__func__"))
+    if isinstance(attr, classmethod):
+        return tx.wrap(attr.__func__, attr_of(source, "__func__")).bound_to(cls_var)
+    if isinstance(attr, types.FunctionType):
+        function = tx.wrap(attr, source)
+        return function.bound_to(owner) if owner is not None else function
+    if isinstance(attr, SLOT_TYPES) and owner is not None:
+        return BuiltinSlotVariable(attr, owner)
+    if source is None:
+        raise Unsupported(
+            "unsupported_value", f"class attribute {name!r} of a class without source"
+        )
+    return tx.wrap(attr, source)
+
+
+class UserClassVariable(Variable):
+    """A class written in Python: its attributes, `isinstance` against it, and calls to it."""
+
+    def __init__(self, cls, source=None):
+        self.cls, self.source = cls, source
+
+    def python_type(self):
+        return type(self.cls)
+
+    def as_python_object(self):
+        return self.cls
+
+    def identity(self):
+        return self.cls
+
+    def get_attr(self, tx, name):
+        if name in ("__name__", "__qualname__", "__module__"):
+            return ConstantVariable(getattr(self.cls, name))
+        if name == "__mro__":
+            return TupleVariable([tx.wrap(c, None) for c in self.cls.__mro__])
+        found = class_lookup(self.cls, name)
+        if found is None:
+            raise ObservedAttributeError(f"type object {self.cls.__name__!r} has no {name!r}")
+        return class_attribute(tx, None, self, name, *found)
+
+    def call(self, tx, args, kwargs):
+        return new_instance(tx, self, args, kwargs)
+
+    def __repr__(self):
+        return f"UserClassVariable({self.cls.__qualname__})"
+
+
+def new_instance(tx, cls_var: UserClassVariable, args, kwargs):
+    """`Cls(*args)`: a namedtuple, or an object made in the trace whose `__init__` is inlined."""
+    cls = cls_var.cls
+    if issubclass(cls, tuple) and hasattr(cls, "_fields"):  # a namedtuple
+        return make_namedtuple(tx, cls, args, kwargs)
+    if issubclass(cls, BaseException):  # an exception about to be raised: made for real
+        args, kwargs = constant_args(args, kwargs)
+        return ExceptionVariable(tx.run_python(cls, *args, **kwargs))
+    new = inspect.getattr_static(cls, "__new__")
+    if isinstance(new, staticmethod):
+        new = new.__func__
+    if new not in PLAIN_NEW:
+        raise Unsupported("unsupported_value", f"{cls.__qualname__} has its own __new__")
+    if type(cls).__call__ is not type.__call__:
+        raise Unsupported("unsupported_value", f"{cls.__qualname__}'s metaclass has a __call__")
+    obj = UserObjectVariable(None, cls_var)
+    init = class_lookup(cls, "__init__")
+    if isinstance(init[1], types.FunctionType):
+        obj.get_attr(tx, "__init__").call(tx, args, kwargs)
+    elif obj.dict_items is not None:
+        obj.dict_items.update(tx, args[0] if args else None, kwargs)
+    elif args or kwargs:
+        raise ObservedException(TypeError(f"{cls.__qualname__}() takes no arguments"))
+    return obj
+
+
+def make_namedtuple(tx, cls, args, kwargs):
+    fields, defaults = cls._fields, cls._field_defaults
+    values = dict(zip(fields, args, strict=False)) | kwargs
+    missing = [f for f in fields if f not in values and f not in defaults]
+    if missing or len(args) > len(fields):
+        raise ObservedException(TypeError(f"{cls.__name__}() arguments do not match"))
+    items = [values[f] if f in values else tx.wrap_constant_result(defaults[f], f) for f in fields]
+    return TupleVariable(items, tuple_type=cls)
+
+
+class UserObjectVariable(Variable):
+    """An instance of a Python class: from outside (`value` and `source`), or made in the
+    trace (`value` None: `attrs` holds its attributes, `dict_items` its items if it is a dict)."""
+
+    def __init__(self, value, cls_var: UserClassVariable, source=None, trace=None):
+        self.value, self.cls_var, self.source, self.trace = value, cls_var, source, trace
+        self.cls = cls_var.cls
+        self.attrs = {}  # name -> Variable, for an object made in the trace
+        is_dict = issubclass(self.cls, DICT_BASES)
+        base = next((b for b in self.cls.__mro__ if b in DICT_BASES), dict)
+        self.dict_items = DictVariable({}, dict_type=base) if is_dict and value is None else None
+
+    def python_type(self):
+        return self.cls
+
+    def identity(self):
+        if self.value is None:
+            return UNKNOWN
+        if self.trace is not None:  # `is` relies on this very object
+            self.trace.assume("id", self.source)
+        return self.value
+
+    def items_var(self, tx):
+        """The items of a dict subclass, as a DictVariable (None for other classes). Those of
+        an object from outside are read through `dict`'s own methods, so no override runs."""
+        if self.dict_items is None and self.value is not None and isinstance(self.value, dict):
+            base = next(b for b in self.cls.__mro__ if b in DICT_BASES)
+            items = {
+                k: LazyVariable(v, DictItemSource(self.source, k))
+                for k, v in dict.items(self.value)
+            }
+            self.dict_items = DictVariable(items, self.source, dict_type=base)
+            tx.trace.assume("dict_keys", self.source)
+        return self.dict_items
+
+    # --- reading attributes -----------------------------------------------------------------
+
+    def get_attr(self, tx, name):
+        stored = tx.side_effects.load_attr(self, name) if self.value is not None else None
+        if stored is not None:
+            return stored
+        found = class_lookup(self.cls, "__getattribute__")
+        if isinstance(found[1], types.FunctionType):  # a custom __getattribute__: run it
+            return self.class_attr(tx, "__getattribute__").call(tx, [ConstantVariable(name)], {})
+        return self.generic_getattr(tx, name)
+
+    def generic_getattr(self, tx, name):
+        """`object.__getattribute__(self, name)`, step by step."""
+        if self.value is not None and (stored := tx.side_effects.load_attr(self, name)):
+            return stored
+        if name == "__class__":
+            return self.cls_var
+        if name == "__dict__":
+            return self.instance_dict(tx)
+        found = class_lookup(self.cls, name)
+        if found is not None and is_data_descriptor(found[1]):
+            return self.descriptor_get(tx, name, *found)
+        value = self.instance_attr(tx, name)
+        if value is not None:
+            return value
+        if found is not None:
+            return self.descriptor_get(tx, name, *found)
+        hook = class_lookup(self.cls, "__getattr__")
+        if hook is not None and isinstance(hook[1], types.FunctionType):
+            return self.class_attr(tx, "__getattr__").call(tx, [ConstantVariable(name)], {})
+        raise ObservedAttributeError(f"{self.cls.__name__!r} object has no attribute {name!r}")
+
+    def instance_attr(self, tx, name):
+        if self.value is None:
+            return self.attrs.get(name)
+        instance = getattr(self.value, "__dict__", {})
+        if name not in instance:
+            return None
+        return tx.wrap(instance[name], item_of(attr_of(self.source, "__dict__"), name))
+
+    def instance_dict(self, tx):
+        if self.value is not None:
+            return tx.wrap(vars(self.value), attr_of(self.source, "__dict__"))
+        view = DictVariable({})
+        view.items = self.attrs  # the same dict: changes through `__dict__` are attribute changes
+        return view
+
+    def class_attr(self, tx, name):
+        return class_attribute(tx, self, self.cls_var, name, *class_lookup(self.cls, name))
+
+    def descriptor_get(self, tx, name, index, attr):
+        if isinstance(attr, types.MemberDescriptorType):  # __slots__
+            if self.value is not None:
+                return tx.wrap(getattr(self.value, name), attr_of(self.source, name))
+            if name not in self.attrs:
+                raise ObservedAttributeError(f"slot {name!r} is not set")
+            return self.attrs[name]
+        return class_attribute(tx, self, self.cls_var, name, index, attr)
+
+    # --- writing attributes -------------------------------------------------------------------
+
+    def set_attr(self, tx, name, value):
+        found = class_lookup(self.cls, "__setattr__")
+        if isinstance(found[1], types.FunctionType):  # a custom __setattr__: run it
+            self.class_attr(tx, "__setattr__").call(tx, [ConstantVariable(name), value], {})
+            return
+        self.generic_setattr(tx, name, value)
+
+    def generic_setattr(self, tx, name, value, generic=False):
+        """`object.__setattr__(self, name, value)` (`value` DELETED for `object.__delattr__`)."""
+        found = class_lookup(self.cls, name)
+        if found is not None and isinstance(found[1], property):
+            setter = found[1].fdel if value is DELETED else found[1].fset
+            if setter is None:
+                raise ObservedAttributeError(
+                    f"property {name!r} of {self.cls.__name__} is read-only"
+                )
+            source = attr_of(mro_source(self.cls_var.source, found[0], name), "fset")
+            args = [] if value is DELETED else [value]
+            tx.wrap(setter, source).bound_to(self).call(tx, args, {})
+            return
+        if self.value is None:
+            if value is DELETED:
+                if self.attrs.pop(name, None) is None:
+                    raise ObservedAttributeError(f"no attribute {name!r} to delete")
+            else:
+                self.attrs[name] = value
+            return
+        tx.side_effects.store_attr(self, name, value, generic=generic)
+
+    def del_attr(self, tx, name):
+        found = class_lookup(self.cls, "__delattr__")
+        if isinstance(found[1], types.FunctionType):
+            self.class_attr(tx, "__delattr__").call(tx, [ConstantVariable(name)], {})
+            return
+        self.generic_setattr(tx, name, DELETED)
+
+    # --- the rest of the object protocol ----------------------------------------------------------
+
+    def call(self, tx, args, kwargs):
+        return self.special(tx, "__call__", args, kwargs)
+
+    def special(self, tx, name, args, kwargs=None):
+        """Call one of the class's special methods (`__call__`, `__getitem__`, `__len__` ...)."""
+        found = class_lookup(self.cls, name)
+        if found is None:
+            raise ObservedException(TypeError(f"{self.cls.__name__} has no {name}"))
+        return self.descriptor_get(tx, name, *found).call(tx, args, kwargs or {})
+
+    def call_method(self, tx, name, args, kwargs):
+        return self.get_attr(tx, name).call(tx, args, kwargs)
+
+    def getitem(self, tx, key):
+        return self.special(tx, "__getitem__", [key])
+
+    def setitem(self, tx, key, value):
+        self.special(tx, "__setitem__", [key, value])
+
+    def unpack(self, tx):
+        return self.iterate(tx).unpack(tx)
+
+    def iterate(self, tx):
+        return self.special(tx, "__iter__", []).iterate(tx)
+
+    def truth(self, tx):
+        for name in ("__bool__", "__len__"):
+            if class_lookup(self.cls, name) is not None:
+                result = self.special(tx, name, [])
+                return bool(result.as_python_constant())
+        return True
+
+    def reconstruct(self, cg):
+        if self.source is not None:
+            cg.load_source(self.source)
+            return
+        if self.cls_var.source is None:
+            raise CannotReconstruct(f"{self}: its class has no source")
+        cg.call_callable(
+            rebuild_object,
+            lambda: cg.reconstruct(self.cls_var),
+            lambda: cg.build_map(self.attrs),
+            lambda: cg.build_map(self.dict_items.items if self.dict_items else {}),
+        )
+        cg.keep(self)
+
+    def __repr__(self):
+        where = self.source or "made in the trace"
+        return f"UserObjectVariable({self.cls.__qualname__} {where})"
+
+
+def rebuild_object(cls, attrs: dict, items: dict):
+    """An object made in the trace, rebuilt by the new bytecode: its class, attributes, items.
+
+    `__init__` does not run again (the trace ran it); the state it left is put back
+    directly, as pickle does (`object.__reduce_ex__`).
+    """
+    obj = cls.__new__(cls)
+    vars(obj).update(attrs)
+    setitem = next(b for b in cls.__mro__ if b in DICT_BASES).__setitem__ if items else None
+    for key, value in items.items():
+        setitem(obj, key, value)
+    return obj
+
+
+class BuiltinSlotVariable(Variable):
+    """A method of a builtin base class reached from a user class (`object.__setattr__`,
+    `dict.__setitem__`, `dict.keys` of a dict subclass), bound to `obj`: the VM's version of it."""
+
+    def __init__(self, descriptor, obj: UserObjectVariable):
+        self.descriptor, self.obj = descriptor, obj
+
+    def call(self, tx, args, kwargs):
+        name = self.descriptor.__name__
+        obj = self.obj
+        if name == "__getattribute__":
+            return obj.generic_getattr(tx, args[0].as_python_constant())
+        if name == "__setattr__":
+            obj.generic_setattr(tx, args[0].as_python_constant(), args[1], generic=True)
+            return ConstantVariable(None)
+        if name == "__delattr__":
+            obj.generic_setattr(tx, args[0].as_python_constant(), DELETED, generic=True)
+            return ConstantVariable(None)
+        if name == "__init__" and self.descriptor.__objclass__ is object:
+            return ConstantVariable(None)
+        if name in ("__eq__", "__ne__") and self.descriptor.__objclass__ is object:
+            same = args[0] is obj or (obj.value is not None and args[0].identity() is obj.value)
+            return ConstantVariable(same == (name == "__eq__"))
+        items = obj.items_var(tx)
+        if items is not None:  # dict.__setitem__, dict.keys, OrderedDict.__init__ ...
+            if name == "__init__":
+                items.update(tx, args[0] if args else None, kwargs)
+                return ConstantVariable(None)
+            return items.call_method(tx, name, args, kwargs)
+        raise Unsupported(
+            "unsupported_value", f"{self.descriptor.__qualname__} of {obj.cls.__qualname__}"
+        )
+
+    def __repr__(self):
+        return f"BuiltinSlotVariable({self.descriptor.__qualname__})"

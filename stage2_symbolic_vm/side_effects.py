@@ -1,0 +1,113 @@
+"""Side effects: what the traced code changes in objects that exist outside the trace.
+
+A graph computes tensors; it cannot assign `self.config.is_causal = True`,
+append to a list the caller holds, or set a key of a global dict. The VM
+lets the traced code do these things to its Variables (so later reads see
+them), and records here *which* outside objects changed. Once the graph has
+run, stage 4's new bytecode writes the final state into the real objects, in
+the order the changes were first made: an attribute's last value (or its
+deletion), a container's whole new contents. Eager would leave the objects
+exactly so (torch/_dynamo/side_effects.py, `SideEffects.codegen_update_mutated`).
+"""
+
+import collections
+from dataclasses import dataclass
+
+from .errors import ObservedAttributeError
+
+DELETED = object()  # the value of an attribute the code deleted
+DICT_BASES = (collections.OrderedDict, collections.defaultdict, dict)
+
+
+@dataclass(eq=False)
+class AttributeStore:
+    """`obj.name = value` (or `del obj.name`: value is DELETED). `generic` says whether to write
+    with `object.__setattr__` (the code ran the class's own __setattr__ already) or `setattr`."""
+
+    obj: object  # the Variable of the object
+    name: str
+    value: object
+    generic: bool
+
+
+class SideEffects:
+    """The changes of one trace to outside objects, shared by every frame of the VM."""
+
+    def __init__(self):
+        self.stores: dict[tuple[int, str], AttributeStore] = {}
+        self.containers: dict[int, object] = {}  # id -> a list/dict/set Variable with a source
+
+    def __bool__(self):
+        return bool(self.stores or self.containers)
+
+    def store_attr(self, obj, name: str, value, generic: bool = False):
+        key = (id(obj), name)
+        self.stores.pop(key, None)  # the last store goes last
+        self.stores[key] = AttributeStore(obj, name, value, generic)
+
+    def load_attr(self, obj, name: str):
+        """The value the trace assigned to `obj.name`, or None if it assigned none."""
+        store = self.stores.get((id(obj), name))
+        if store is None:
+            return None
+        if store.value is DELETED:
+            raise ObservedAttributeError(f"attribute {name!r} was deleted")
+        return store.value
+
+    def describe(self) -> str:
+        """The objects changed, in words: "local 'xs', attribute 'last' of local 'self'"."""
+        changed = [c.source.describe() for c in self.containers.values()]
+        for store in self.stores.values():
+            owner = store.obj.source.describe() if store.obj.source else "an object made here"
+            changed.append(f"attribute {store.name!r} of {owner}")
+        return ", ".join(changed)
+
+    def mutate(self, container):
+        self.containers.setdefault(id(container), container)
+
+    def codegen(self, cg):
+        """Write every change into the real objects (stage 4 calls this after the graph)."""
+        for container in self.containers.values():
+            cg.call_callable(
+                replace_contents,
+                lambda c=container: cg.load_source(c.source),
+                lambda c=container: c.build(cg),
+            )
+            cg.pop_top()
+        for store in self.stores.values():
+            setter = delete_attribute if store.value is DELETED else assign_attribute
+            pushers = [lambda s=store: cg.reconstruct(s.obj), lambda s=store: cg.load_const(s.name)]
+            if store.value is not DELETED:
+                pushers.append(lambda s=store: cg.reconstruct(s.value))
+            pushers.append(lambda s=store: cg.load_const(s.generic))
+            cg.call_callable(setter, *pushers)
+            cg.pop_top()
+
+
+# What the new bytecode calls to apply the changes: ordinary functions, so that a reader
+# of the rewritten bytecode sees one call per change.
+
+
+def replace_contents(container, new):
+    """Give a list, dict or set the contents `new` (a fresh container of the same kind).
+
+    A subclass of dict is changed through its builtin base, as the trace changed it
+    (its own `update` or `__setitem__` may do more, or refuse)."""
+    if isinstance(container, list):
+        container[:] = new
+    elif isinstance(container, dict):
+        base = next(b for b in type(container).__mro__ if b in DICT_BASES)
+        base.clear(container)
+        for key, value in new.items():
+            base.__setitem__(container, key, value)
+    else:
+        container.clear()
+        container.update(new)
+
+
+def assign_attribute(obj, name, value, generic):
+    (object.__setattr__ if generic else setattr)(obj, name, value)
+
+
+def delete_attribute(obj, name, generic):
+    (object.__delattr__ if generic else delattr)(obj, name)
