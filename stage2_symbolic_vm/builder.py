@@ -139,10 +139,13 @@ def wrap_new(tx, value, source):
         assume("type")  # an instance of a user class: its type and the attributes read
         cls_var = wrap(tx, type(value), attr_of(source, "__class__"))
         return UserObjectVariable(value, cls_var, source, trace if source is not None else None)
-    assume("id")  # from here on, the trace relies on this very object
-    if any(value is m for m in TORCH_MODULES) or is_torch_function(value):
-        return TorchVariable(value, source)
-    if _is_query(value):
+    if not (isinstance(value, (types.ModuleType, type)) or callable(value)):
+        # Any other object (a NumPy array, a C library's object): its type, and its identity
+        # only where the code compares it with `is` (ObjectVariable.identity assumes it then).
+        assume("type")
+        return ObjectVariable(value, source, trace if source is not None else None)
+    assume("id")  # a module, a class, a function of a library: this very object
+    if any(value is m for m in TORCH_MODULES) or is_torch_function(value) or _is_query(value):
         return TorchVariable(value, source)
     if any(value is c for c in TORCH_CONSTANT_CLASSES):
         return TorchVariable(value, source)

@@ -196,12 +196,13 @@ class FrameCache:
             raise error
         self.eager_reason = f"the compiler failed: {type(error).__name__}: {error}"
         frames_log.info("%s runs eagerly from now on: %s", self.describe(), self.eager_reason)
-        warnings.warn(
-            f"minidynamo could not compile {self.describe()} and runs it eagerly from now on "
-            f"(the results are eager's). This is a bug of minidynamo: {type(error).__name__}: "
+        warnings.warn_explicit(  # shown at the user's function, not at this line
+            f"minidynamo could not compile {self.code.co_qualname} and runs it eagerly from now "
+            f"on (the results are eager's). This is a bug of minidynamo: {type(error).__name__}: "
             f"{error}. Set stage3_guards.config.strict = True to see the traceback.",
             CompilerWarning,
-            stacklevel=2,
+            self.code.co_filename,
+            self.code.co_firstlineno,
         )
         return None
 

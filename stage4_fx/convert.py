@@ -301,7 +301,8 @@ CONDITIONAL_JUMPS |= {f"POP_JUMP_{d}_IF_{c}" for d in ("FORWARD", "BACKWARD") fo
 
 def cut(code, state, globals_, side_effects) -> tuple[Codegen, list[ResumeFunction]]:
     """The instructions after the graph call, at a break before `state`'s instruction:
-    the changes the trace made to outside objects, then the instruction, then a resume call."""
+    the live values pushed, the changes the trace made to outside objects, the instruction,
+    then a call of the resume function."""
     if state.exception_handler is not None:
         raise CannotCut("break_in_block", "the break is inside a `try` or `with` block")
     frame_code = code
@@ -311,13 +312,13 @@ def cut(code, state, globals_, side_effects) -> tuple[Codegen, list[ResumeFuncti
     inst = instructions[index]
     abstract, position_of = abstract_instructions(code)
     cg = Codegen(OutputIndex(), globals_)
-    side_effects.codegen(cg)
     own_cells = [name for name in code.co_cellvars if name not in frame_code.co_freevars]
     cg.make_cells({name: state.cells[name] for name in own_cells})
     closure = [*code.co_cellvars, *code.co_freevars]  # the resume function's, see resume.py
     if inst.opname in CONDITIONAL_JUMPS:
         jump = abstract[position_of[inst.offset]]
-        return cut_at_jump(code, state, inst, instructions[index + 1], jump, cg, closure)
+        following = instructions[index + 1]
+        return cut_at_jump(code, state, inst, following, jump, cg, closure, side_effects)
     pops, results, emitted, after = simple_instruction(instructions, index, abstract, position_of)
     split = len(state.stack) - pops
     prefix, operands = state.stack[:split], state.stack[split:]
@@ -331,6 +332,9 @@ def cut(code, state, globals_, side_effects) -> tuple[Codegen, list[ResumeFuncti
     push_stack(cg, prefix, kinds)
     for var in operands:
         cg.reconstruct(var)
+    # The values are on the stack (read before the changes, as the trace read them); now the
+    # changes to outside objects, then the instruction sees the world as eager leaves it.
+    side_effects.codegen(cg)
     cg.add(*emitted)
     cg.add(*call(len(live) + len(kinds) - kinds.count(NULL)), Instr("RETURN_VALUE"))
     return cg, [resume]
@@ -402,7 +406,7 @@ def simple_instruction(instructions, index, abstract, position_of):
     raise CannotCut("unresumable_instruction", f"{inst.opname} at offset {inst.offset}")
 
 
-def cut_at_jump(code, state, inst, following, original_jump, cg, closure):
+def cut_at_jump(code, state, inst, following, original_jump, cg, closure, side_effects):
     """A branch on a value the VM does not know: both sides get their own resume function.
 
     The live locals and the stack are rebuilt into one tuple first (before the
@@ -419,6 +423,7 @@ def cut_at_jump(code, state, inst, following, original_jump, cg, closure):
     push_stack(cg, prefix, kinds)
     cg.add(Instr("BUILD_TUPLE", len(live) + len(kinds) - kinds.count(NULL)))
     cg.reconstruct(condition)
+    side_effects.codegen(cg)
     taken = Label()
     cg.add(Instr(original_jump.name.replace("BACKWARD", "FORWARD"), taken))  # 3.11: ours go forward
     resumes = []

@@ -1,0 +1,229 @@
+"""The model zoo: real models, random weights, no downloads.
+
+The test suite checks every compiled model against eager on them (tests/zoo/),
+and the model benchmark times them. Each entry builds a model in eval mode
+and example inputs; `size="tiny"` is for tests, `"small"` for the CPU
+benchmark, `"base"` for the GPU one.
+
+* `resnet18`: ResNet-18 written in plain torch.nn, as torchvision writes it:
+  in-place ReLU, BatchNorm, and `out += identity`.
+* `transformer_encoder_layer`: `nn.TransformerEncoderLayer`.
+* `nanogpt_block`: one block of Karpathy's nanoGPT, with `F.scaled_dot_product_attention`
+  or with the causal softmax written by hand.
+* `bert`, `gpt2`, `vit`: Hugging Face `transformers` models from small configs.
+"""
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+SIZES = {  # width, depth, batch, sequence length (or image side)
+    "tiny": (32, 2, 2, 16),
+    "small": (256, 4, 8, 128),
+    "base": (768, 12, 16, 512),
+}
+
+
+# --- ResNet-18, as torchvision writes it ------------------------------------------------------
+
+
+class BasicBlock(nn.Module):
+    expansion = 1
+
+    def __init__(self, inplanes, planes, stride=1, downsample=None):
+        super().__init__()
+        self.conv1 = nn.Conv2d(inplanes, planes, 3, stride, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(planes)
+        self.relu = nn.ReLU(inplace=True)
+        self.conv2 = nn.Conv2d(planes, planes, 3, 1, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(planes)
+        self.downsample = downsample
+
+    def forward(self, x):
+        identity = x
+        out = self.conv1(x)
+        out = self.bn1(out)
+        out = self.relu(out)
+        out = self.conv2(out)
+        out = self.bn2(out)
+        if self.downsample is not None:
+            identity = self.downsample(x)
+        out += identity
+        out = self.relu(out)
+        return out
+
+
+class ResNet(nn.Module):
+    def __init__(self, layers=(2, 2, 2, 2), num_classes=1000, width=64):
+        super().__init__()
+        self.inplanes = width
+        self.conv1 = nn.Conv2d(3, width, 7, 2, 3, bias=False)
+        self.bn1 = nn.BatchNorm2d(width)
+        self.relu = nn.ReLU(inplace=True)
+        self.maxpool = nn.MaxPool2d(3, 2, 1)
+        self.layer1 = self._make_layer(width, layers[0])
+        self.layer2 = self._make_layer(width * 2, layers[1], stride=2)
+        self.layer3 = self._make_layer(width * 4, layers[2], stride=2)
+        self.layer4 = self._make_layer(width * 8, layers[3], stride=2)
+        self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+        self.fc = nn.Linear(width * 8, num_classes)
+
+    def _make_layer(self, planes, blocks, stride=1):
+        downsample = None
+        if stride != 1 or self.inplanes != planes:
+            downsample = nn.Sequential(
+                nn.Conv2d(self.inplanes, planes, 1, stride, bias=False), nn.BatchNorm2d(planes)
+            )
+        layers = [BasicBlock(self.inplanes, planes, stride, downsample)]
+        self.inplanes = planes
+        layers += [BasicBlock(planes, planes) for _ in range(1, blocks)]
+        return nn.Sequential(*layers)
+
+    def forward(self, x):
+        x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
+        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
+        x = torch.flatten(self.avgpool(x), 1)
+        return self.fc(x)
+
+
+def resnet18(size="tiny"):
+    width, _, batch, side = SIZES[size]
+    model = ResNet(width=width // 2 if size == "tiny" else 64, num_classes=10 if size == "tiny" else 1000)
+    _randomize_batch_norm(model)
+    return model.eval(), (torch.randn(batch, 3, side * 2, side * 2),)
+
+
+def _randomize_batch_norm(model):
+    """Running statistics that are not 0 and 1, so that a wrong BatchNorm shows."""
+    for module in model.modules():
+        if isinstance(module, nn.BatchNorm2d):
+            module.running_mean.uniform_(-0.5, 0.5)
+            module.running_var.uniform_(0.5, 2.0)
+            module.weight.data.uniform_(0.5, 1.5)
+            module.bias.data.uniform_(-0.5, 0.5)
+
+
+# --- nn.TransformerEncoderLayer ----------------------------------------------------------------
+
+
+def transformer_encoder_layer(size="tiny"):
+    width, _, batch, seq = SIZES[size]
+    layer = nn.TransformerEncoderLayer(width, 4, width * 4, dropout=0.1, batch_first=True)
+    return layer.eval(), (torch.randn(batch, seq, width),)
+
+
+# --- one nanoGPT block -------------------------------------------------------------------------
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, width, heads, block_size, sdpa):
+        super().__init__()
+        self.c_attn = nn.Linear(width, 3 * width)
+        self.c_proj = nn.Linear(width, width)
+        self.attn_dropout = nn.Dropout(0.1)
+        self.resid_dropout = nn.Dropout(0.1)
+        self.n_head, self.n_embd, self.sdpa = heads, width, sdpa
+        mask = torch.tril(torch.ones(block_size, block_size)).view(1, 1, block_size, block_size)
+        self.register_buffer("bias", mask)
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
+        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        if self.sdpa:
+            p = self.attn_dropout.p if self.training else 0
+            y = F.scaled_dot_product_attention(q, k, v, dropout_p=p, is_causal=True)
+        else:  # the causal softmax written by hand, as nanoGPT's fallback path writes it
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+            att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+            att = F.softmax(att, dim=-1)
+            att = self.attn_dropout(att)
+            y = att @ v
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
+        return self.resid_dropout(self.c_proj(y))
+
+
+class MLP(nn.Module):
+    def __init__(self, width):
+        super().__init__()
+        self.c_fc = nn.Linear(width, 4 * width)
+        self.gelu = nn.GELU()
+        self.c_proj = nn.Linear(4 * width, width)
+        self.dropout = nn.Dropout(0.1)
+
+    def forward(self, x):
+        return self.dropout(self.c_proj(self.gelu(self.c_fc(x))))
+
+
+class Block(nn.Module):
+    def __init__(self, width, heads, block_size, sdpa=True):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(width)
+        self.attn = CausalSelfAttention(width, heads, block_size, sdpa)
+        self.ln_2 = nn.LayerNorm(width)
+        self.mlp = MLP(width)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        x = x + self.mlp(self.ln_2(x))
+        return x
+
+
+def nanogpt_block(size="tiny", sdpa=True):
+    width, _, batch, seq = SIZES[size]
+    return Block(width, 4, seq, sdpa).eval(), (torch.randn(batch, seq, width),)
+
+
+def nanogpt_block_handwritten(size="tiny"):
+    return nanogpt_block(size, sdpa=False)
+
+
+# --- Hugging Face transformers -----------------------------------------------------------------
+
+
+def bert(size="tiny"):
+    from transformers import BertConfig, BertModel
+
+    width, depth, batch, seq = SIZES[size]
+    config = BertConfig(
+        vocab_size=1000, hidden_size=width, num_hidden_layers=depth, num_attention_heads=4,
+        intermediate_size=width * 4, max_position_embeddings=seq,
+    )  # fmt: skip
+    return BertModel(config).eval(), (torch.randint(0, 1000, (batch, seq)),)
+
+
+def gpt2(size="tiny"):
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    width, depth, batch, seq = SIZES[size]
+    config = GPT2Config(
+        vocab_size=1000, n_embd=width, n_layer=depth, n_head=4, n_positions=seq,
+        bos_token_id=0, eos_token_id=0,
+    )  # fmt: skip
+    return GPT2LMHeadModel(config).eval(), (torch.randint(0, 1000, (batch, seq)),)
+
+
+def vit(size="tiny"):
+    from transformers import ViTConfig, ViTModel
+
+    width, depth, batch, side = SIZES[size]
+    config = ViTConfig(
+        image_size=side * 2, patch_size=8, hidden_size=width, num_hidden_layers=depth,
+        num_attention_heads=4, intermediate_size=width * 4,
+    )  # fmt: skip
+    return ViTModel(config).eval(), (torch.randn(batch, 3, side * 2, side * 2),)
+
+
+ZOO = {
+    "resnet18": resnet18,
+    "transformer_encoder_layer": transformer_encoder_layer,
+    "nanogpt_block": nanogpt_block,
+    "nanogpt_block_handwritten": nanogpt_block_handwritten,
+    "bert": bert,
+    "gpt2": gpt2,
+    "vit": vit,
+}

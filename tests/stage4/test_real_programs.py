@@ -1,0 +1,286 @@
+"""What real programs did to the frontend (issue 10), one regression test per finding.
+
+Each test is a pattern found in code nobody here wrote: Hugging Face's
+decorators, torchvision's in-place ReLU, PyTorch's own dynamo tests.
+"""
+
+import functools
+import warnings
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import stage2_symbolic_vm.vm as vm
+import stage3_guards
+import stage4_fx
+from stage3_guards import counters
+from tests.oracle import assert_same_as_eager
+
+
+@pytest.fixture(autouse=True)
+def fresh():
+    stage4_fx.reset()
+    yield
+    stage4_fx.reset()
+
+
+def compiles_of(fn, *calls):
+    """Call the compiled `fn` on each argument tuple; return how many compiles it took."""
+    counters.reset()
+    compiled = stage4_fx.compile(fn)
+    results = [compiled(*args) for args in calls]
+    return counters.compiled, results
+
+
+# --- frames are bound by their own code ---------------------------------------------------
+
+
+def keeps_args(func):
+    """Hugging Face's `can_return_tuple`: a `functools.wraps` wrapper of (self, *args, **kwargs)."""
+
+    @functools.wraps(func)
+    def wrapper(self, *args, **kwargs):
+        flag = kwargs.pop("flag", True)
+        print(end="")  # a graph break: the resume function must still receive `args`
+        return func(self, *args, **kwargs) * (2 if flag else 1)
+
+    return wrapper
+
+
+class Wrapped(nn.Module):
+    @keeps_args
+    def forward(self, x, scale=1.0):
+        return x * scale
+
+
+def test_a_wraps_wrapper_is_bound_by_its_own_parameters():
+    model = Wrapped()
+    x = torch.randn(3)
+    assert_same_as_eager(stage4_fx.compile(model), model, x, 3.0, kwargs={"flag": False})
+    report = stage4_fx.explain(model)(x, 3.0)
+    assert report.graph_break_count == 1 and "print" in report.break_reasons[0].reason
+
+
+# --- global state and module structure are guarded --------------------------------------
+
+
+def test_autocast_is_guarded():
+    def f(x, y):
+        return x @ y
+
+    x = torch.randn(8, 8)
+    compiled = stage4_fx.compile(f)
+    assert compiled(x, x).dtype == torch.float32
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert compiled(x, x).dtype == f(x, x).dtype == torch.bfloat16
+    assert compiled(x, x).dtype == torch.float32
+
+
+def test_default_dtype_and_device_are_guarded():
+    def f(x):
+        return torch.ones(3) + x
+
+    compiled = stage4_fx.compile(f)
+    compiled(torch.zeros(3))
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        assert compiled(torch.zeros(3)).dtype == f(torch.zeros(3)).dtype == torch.float64
+    finally:
+        torch.set_default_dtype(previous)
+    guards = [str(g) for f in compiled.options.frames for g in f.guards.guards]
+    assert any("DEFAULT_DEVICE" in g for g in guards) and any("DEFAULT_DTYPE" in g for g in guards)
+
+
+class Stack(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList([nn.Linear(4, 4)])
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+def test_a_module_list_that_grows_recompiles():
+    model, x = Stack(), torch.randn(2, 4)
+    compiled = stage4_fx.compile(model)
+    compiled(x)
+    model.layers.append(nn.Linear(4, 4))
+    torch.testing.assert_close(compiled(x), model(x))
+
+
+def test_a_hook_registered_after_compiling_runs():
+    model, x = Stack(), torch.randn(2, 4)
+    compiled = stage4_fx.compile(model)
+    compiled(x)
+    model.layers[0].register_forward_hook(lambda module, args, out: out * 0)
+    torch.testing.assert_close(compiled(x), model(x))
+    assert torch.all(compiled(x) == model.layers[0].bias * 0)
+
+
+def test_a_module_switched_to_training_recompiles():
+    model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5)).eval()
+    x = torch.randn(8, 4)
+    compiled = stage4_fx.compile(model)
+    torch.testing.assert_close(compiled(x), model(x))
+    model.train()
+    torch.manual_seed(1)
+    expected = model(x)
+    torch.manual_seed(1)
+    torch.testing.assert_close(compiled(x), expected)
+
+
+# --- what eager gives, the compiled function gives -----------------------------------------
+
+
+def test_to_with_copy_returns_a_new_tensor():
+    def f(x):
+        return x.to(torch.float32, copy=True)
+
+    x = torch.randn(3)
+    assert stage4_fx.compile(f)(x).data_ptr() != x.data_ptr()
+
+
+def test_dict_views_are_live():
+    def f(x):
+        d = {"a": x}
+        keys, values = d.keys(), d.values()
+        d["b"] = x + 1
+        return list(keys), list(values)
+
+    assert_same_as_eager(stage4_fx.compile(f), f, torch.randn(3))
+    assert stage4_fx.explain(f)(torch.randn(3)).graph_break_count == 0
+
+
+def test_bitwise_and_of_inputs_is_not_in_place():
+    def f(a, b):
+        return a & b, a | b, a ^ b
+
+    a, b = torch.rand(5) > 0.5, torch.rand(5) > 0.5
+    assert_same_as_eager(stage4_fx.compile(f), f, a, b)
+    report = stage4_fx.explain(f)(a, b)
+    assert (report.graph_count, report.graph_break_count) == (1, 0)
+
+
+def test_getattr_with_a_default_and_dict_update_of_pairs():
+    def f(x):
+        d = {}
+        d.update(zip(["a", "b"], [1, 2]))
+        return x * getattr(x, "missing", 3) + d["b"] + getattr(nn.Linear, "in_features", 4)
+
+    assert_same_as_eager(stage4_fx.compile(f), f, torch.randn(3))
+    report = stage4_fx.explain(f)(torch.randn(3))
+    assert (report.graph_count, report.graph_break_count) == (1, 0)
+
+
+def test_max_with_a_dim_has_values_and_indices():
+    def softmax(a):
+        e = (a - a.max(dim=-1, keepdim=True).values).exp()
+        return e / e.sum(dim=-1, keepdim=True), torch.max(a, 0).indices
+
+    assert_same_as_eager(stage4_fx.compile(softmax), softmax, torch.randn(4, 5))
+    report = stage4_fx.explain(softmax)(torch.randn(4, 5))
+    assert (report.graph_count, report.graph_break_count) == (1, 0)
+
+
+def test_random_ops_give_eager_numbers_under_the_same_seed():
+    def f(x):
+        return F.dropout(x, 0.5, training=True) + torch.rand(3), torch.randn_like(x)
+
+    x = torch.randn(3)
+    torch.manual_seed(7)
+    expected = f(x)
+    compiled = stage4_fx.compile(f)
+    torch.manual_seed(7)
+    actual = compiled(x)
+    torch.testing.assert_close(actual, expected)
+
+
+def remove_dropout(gm, example_inputs):
+    """The custom backend of the seed documents: it deletes dropout from the graph."""
+    for node in list(gm.graph.nodes):
+        if node.op == "call_function" and node.target is F.dropout:
+            node.replace_all_uses_with(node.args[0])
+            gm.graph.erase_node(node)
+    gm.recompile()
+    return gm.forward
+
+
+def test_a_backend_can_delete_the_dropout_nodes():
+    model = nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.9), nn.ReLU()).train()
+    x = torch.randn(2, 4)
+    ours = stage4_fx.compile(model, backend=remove_dropout)(x)
+    torch._dynamo.reset()
+    torchs = torch.compile(model, backend=remove_dropout)(x)
+    expected = model[2](model[0](x))  # no dropout at all
+    torch.testing.assert_close(ours, expected)
+    torch.testing.assert_close(torchs, expected)
+
+
+# --- guards read only what exists before the call ------------------------------------------
+
+
+def test_fresh_objects_do_not_recompile_every_call():
+    class Point:
+        def __init__(self, x):
+            self.x = x
+
+    def f(x):
+        d = dict.fromkeys(["a", "b"], 1)
+        p = Point(x * d["a"])
+        scale = (lambda v: v * 2)(p.x)
+        print(end="")  # a break: `p` and `scale` go to the resume function
+        return scale + p.x
+
+    x = torch.randn(3)
+    compiles, _ = compiles_of(f, (x,), (x.clone(),), (x.clone(),))
+    assert compiles == 2  # the frame and its resume function, once each
+
+
+# --- no silent fallback ---------------------------------------------------------------------
+
+
+def test_an_internal_error_raises_in_strict_mode(monkeypatch):
+    def broken(self, inst):
+        raise RuntimeError("a bug in a handler")
+
+    monkeypatch.setattr(vm.InstructionTranslator, "BINARY_OP", broken)
+    with pytest.raises(RuntimeError, match="a bug in a handler"):
+        stage4_fx.compile(lambda x: x + 1)(torch.ones(2))
+
+
+def test_an_internal_error_warns_once_and_explain_lists_it(monkeypatch):
+    def broken(self, inst):
+        raise RuntimeError("a bug in a handler")
+
+    monkeypatch.setattr(vm.InstructionTranslator, "BINARY_OP", broken)
+    monkeypatch.setattr(stage3_guards.config, "strict", False)
+
+    def f(x):
+        return x + 1
+
+    compiled = stage4_fx.compile(f)
+    with pytest.warns(stage3_guards.CompilerWarning, match="a bug in a handler"):
+        torch.testing.assert_close(compiled(torch.ones(2)), f(torch.ones(2)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        compiled(torch.ones(2))  # no second warning
+    with pytest.warns(stage3_guards.CompilerWarning):  # explain compiles anew
+        report = stage4_fx.explain(f)(torch.ones(2))
+    assert [b.kind for b in report.break_reasons] == ["compiler_error"]
+    assert report.break_reasons[0].eager_frame
+
+
+def test_a_frame_that_raises_runs_eagerly_and_says_so():
+    def f(x):
+        return x + torch.ones(5)  # eager raises: the sizes do not match
+
+    compiled = stage4_fx.compile(f)
+    with pytest.raises(RuntimeError):
+        compiled(torch.ones(3))
+    (record,) = compiled.options.breaks
+    assert record.kind == "eager_error" and record.eager_frame and "RuntimeError" in record.reason
