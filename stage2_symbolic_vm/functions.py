@@ -28,6 +28,7 @@ from .tensor_ops import FACTORIES, tensor_variables
 from .trace import code_signature
 from .variables import (
     UNKNOWN,
+    BoundMethodVariable,
     CellVariable,
     ConstantVariable,
     LazyVariable,
@@ -349,6 +350,8 @@ class NNModuleVariable(Variable):
         tx.side_effects.store_attr(self, name, value)
 
     def call_method(self, tx, name, args, kwargs):
+        if name == "__call__":  # `super().__call__(...)` in a module's own __call__
+            return self.module_call(tx, args, kwargs)
         return self.get_attr(tx, name).call(tx, args, kwargs)
 
     CONTAINERS = (torch.nn.ModuleList, torch.nn.Sequential, torch.nn.ModuleDict)
@@ -384,11 +387,17 @@ class NNModuleVariable(Variable):
         return True
 
     def call(self, tx, args, kwargs):
-        module = self.module
-        tx.trace.assume("module_hooks", self.source)  # hooks added later recompile
-        if type(module).__call__ is not torch.nn.Module.__call__:
-            raise Unsupported("untraceable_call", f"{type(module).__name__} has its own __call__")
-        return self.call_method(tx, "forward", args, kwargs)
+        """`module(x)`: a class's own __call__ runs (it calls nn.Module's in turn, as Hugging
+        Face's GradientCheckpointingLayer does), or nn.Module.__call__: hooks, then forward."""
+        found = class_lookup(type(self.module), "__call__")
+        if found[1] is not torch.nn.Module.__call__:
+            cls_var = tx.wrap(type(self.module), attr_of(self.source, "__class__"))
+            return class_attribute(tx, self, cls_var, "__call__", *found).call(tx, args, kwargs)
+        return self.module_call(tx, args, kwargs)
+
+    def module_call(self, tx, args, kwargs):
+        tx.trace.assume("module_hooks", self.source)  # a hook added later recompiles
+        return self.get_attr(tx, "forward").call(tx, args, kwargs)
 
     def __repr__(self):
         return f"NNModuleVariable({type(self.module).__name__} {self.source})"
@@ -410,6 +419,8 @@ class SuperVariable(Variable):
             if self.obj.source is not None:
                 mro_source = attr_of(attr_of(self.obj.source, "__class__"), "__mro__")
                 source = item_of(attr_of(item_of(mro_source, index), "__dict__"), name)
+            if attr is torch.nn.Module.__call__ and isinstance(self.obj, NNModuleVariable):
+                return BoundMethodVariable(self.obj, "__call__")  # hooks, then forward
             if isinstance(attr, types.FunctionType):
                 return tx.wrap(attr, source).bound_to(self.obj)
             if isinstance(attr, SLOT_TYPES) and isinstance(self.obj, UserObjectVariable):

@@ -17,6 +17,7 @@ eager does (a backend that cannot run them in place runs the graph in torch).
 import operator
 
 import torch
+import torch.utils._pytree as pytree
 
 from .containers import DictVariable, ListVariable, SequenceVariable, TupleVariable
 from .errors import ObservedException, Unsupported
@@ -130,16 +131,56 @@ def tensor_variables(values) -> list:
     return found
 
 
+def call(target, args, kwargs):
+    if isinstance(target, str):
+        receiver, *rest = args
+        return getattr(receiver, target)(*rest, **kwargs)
+    return target(*args, **kwargs)
+
+
 def run_on_meta(target, meta_args, meta_kwargs, shown):
     try:
-        if isinstance(target, str):
-            receiver, *rest = meta_args
-            return getattr(receiver, target)(*rest, **meta_kwargs)
-        return target(*meta_args, **meta_kwargs)
-    except NotImplementedError as error:  # meta kernels refuse ops with data-dependent shapes
-        raise Unsupported("dynamic_shape_op", f"{shown}: {str(error).splitlines()[0]}") from None
+        try:
+            return call(target, meta_args, meta_kwargs)
+        except NotImplementedError as error:  # no meta kernel: data-dependent, or just missing
+            if not static_shape(op_name(target)):
+                first = str(error).splitlines()[0]
+                raise Unsupported("dynamic_shape_op", f"{shown}: {first}") from None
+            return on_zeros(target, meta_args, meta_kwargs)
     except (RuntimeError, TypeError, ValueError, IndexError) as error:
         raise ObservedException(error, shown) from None
+
+
+def static_shape(name: str) -> bool:
+    """Whether the aten op of this name has a result shape that does not depend on the data
+    (its overloads are not tagged `dynamic_output_shape`, as `nonzero`'s are)."""
+    packet = getattr(torch.ops.aten, name, None)
+    if not isinstance(packet, torch._ops.OpOverloadPacket):
+        return False
+    tags = {tag for overload in packet.overloads() for tag in getattr(packet, overload).tags}
+    return not tags & {torch.Tag.dynamic_output_shape, torch.Tag.data_dependent_output}
+
+
+META = torch.device("meta")
+
+
+def on_zeros(target, meta_args, meta_kwargs):
+    """An op with no meta kernel (`torch._transformer_encoder_layer_fwd` in torch 2.11), run
+    on real tensors of zeros to learn its result's metadata, as FakeTensor's fallback does."""
+
+    def real(value):
+        if isinstance(value, torch.Tensor):
+            return torch.empty_strided(value.shape, value.stride(), dtype=value.dtype).zero_()
+        return value
+
+    def meta(value):
+        if isinstance(value, torch.Tensor):
+            return torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device=META)
+        return value
+
+    args, kwargs = pytree.tree_map(real, (list(meta_args), dict(meta_kwargs)))
+    kwargs = {k: ("cpu" if k == "device" else v) for k, v in kwargs.items()}
+    return pytree.tree_map(meta, call(target, args, kwargs))
 
 
 def record_call(tx, target, args: list, kwargs: dict):

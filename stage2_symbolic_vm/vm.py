@@ -763,6 +763,13 @@ class InstructionTranslator:
             self.stack[-1] = returned
         self.jump(inst.argval)
 
+    def CLEANUP_THROW(self, inst):  # 3.12: an exception out of a `yield from` (never a throw())
+        exception = self.pop().exception
+        if not isinstance(exception, StopIteration):
+            raise ObservedException(exception)
+        self.popn(2)
+        self.push(self.wrap_constant_result(exception.value, "StopIteration.value"))
+
     def END_SEND(self, inst):
         value = self.pop()
         self.pop()
