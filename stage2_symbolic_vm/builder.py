@@ -107,7 +107,7 @@ def wrap_new(tx, value, source):
     if type(value) in (set, frozenset):
         assume("constant")
         return SetVariable([ConstantVariable(v) for v in value], source, type(value))
-    if is_modeled_builtin(value) and isinstance(value, types.FunctionType):
+    if isinstance(value, types.FunctionType) and is_modeled_builtin(value):
         assume("id")  # a Python function of the standard library the VM models (signature)
         return BuiltinVariable(value, source)
     if isinstance(value, types.FunctionType):
@@ -129,9 +129,10 @@ def wrap_new(tx, value, source):
     if isinstance(value, functools.partial):
         assume("type")
         fn = wrap(tx, value.func, attr_of(source, "func"))
-        args = wrap(tx, value.args, attr_of(source, "args")).items
-        kwargs = wrap(tx, value.keywords, attr_of(source, "keywords")).items
-        return PartialVariable(fn, args, {k: tx.read(v) for k, v in kwargs.items()}, source)
+        args = wrap(tx, value.args, attr_of(source, "args")).unpack(tx)
+        keywords = wrap(tx, value.keywords, attr_of(source, "keywords"))
+        kwargs = {k: keywords.value(tx, k) for k in list(keywords.items)}
+        return PartialVariable(fn, args, kwargs, source)
     if isinstance(value, torch.nn.Module):
         assume("id")
         return NNModuleVariable(value, source)
@@ -159,10 +160,9 @@ def wrap_new(tx, value, source):
 
 
 def _is_query(value) -> bool:
-    try:
-        return value in TORCH_QUERIES
-    except TypeError:  # unhashable
-        return False
+    return isinstance(value, types.BuiltinFunctionType | types.FunctionType) and (
+        value in TORCH_QUERIES
+    )
 
 
 def _where(source) -> str:

@@ -362,6 +362,13 @@ def signature(tx, fn, *, follow_wrapped=None):
     return ObjectVariable(result)
 
 
+def partial(fn, args, kwargs):
+    """`functools.partial(fn, ...)`; a partial of a partial is flattened, as CPython does."""
+    if isinstance(fn, PartialVariable):
+        return PartialVariable(fn.fn, [*fn.args, *args], {**fn.kwargs, **kwargs})
+    return PartialVariable(fn, args, kwargs)
+
+
 def set_(set_type):
     def make(tx, iterable=None):
         return SetVariable(iterable.unpack(tx) if iterable is not None else [], set_type=set_type)
@@ -406,7 +413,7 @@ HANDLERS = {
     inspect.signature: signature,
     collections.OrderedDict: ordered_dict,
     collections.defaultdict: default_dict,
-    functools.partial: lambda tx, fn, *args, **kwargs: PartialVariable(fn, args, kwargs),
+    functools.partial: lambda tx, fn, *args, **kwargs: partial(fn, args, kwargs),
     functools.reduce: reduce,
     operator.eq: lambda tx, a, b: compare_op(tx, operator.eq, a, b),
     operator.ne: lambda tx, a, b: compare_op(tx, operator.ne, a, b),
@@ -422,11 +429,12 @@ CLASS_METHODS = {
 
 
 def is_modeled_builtin(value) -> bool:
-    try:
-        if value in HANDLERS:
-            return True
-    except TypeError:  # unhashable
+    """A function or class in the table (only those are hashed: `obj in HANDLERS` would run
+    any object's own __hash__)."""
+    if not isinstance(value, (types.BuiltinFunctionType, types.FunctionType, type)):
         return False
+    if value in HANDLERS:
+        return True
     return isinstance(value, (types.BuiltinFunctionType, type)) and (
         getattr(builtins, getattr(value, "__name__", ""), None) is value
         or getattr(value, "__module__", None) in ("math", "_operator")

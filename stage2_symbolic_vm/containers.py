@@ -381,6 +381,18 @@ class DictViewVariable(Variable):
     def python_type(self):
         return type(getattr({}, self.kind)())
 
+    def is_python_constant(self):
+        items = self.dict_var.items
+        if not all(isinstance(k, (str, int, float, bool, tuple)) for k in items):
+            return False
+        return self.kind == "keys" or all(v.is_python_constant() for v in items.values())
+
+    def as_python_constant(self):
+        """A view of a dict of the constants: `d.keys() == {"a"}` and `d.keys() & s` fold."""
+        items = {k: None if self.kind == "keys" else v.as_python_constant()
+                 for k, v in self.dict_var.items.items()}  # fmt: skip
+        return getattr(items, self.kind)()
+
     def unpack(self, tx):
         d = self.dict_var
         if self.kind == "keys":

@@ -55,6 +55,7 @@ class UserFunctionVariable(Variable):
         self.globals_source = None
         self.value = None
         self.trace = None
+        self.attrs = {}  # attributes the trace assigned
 
     @classmethod
     def from_function(cls, fn, source, trace=None):
@@ -96,18 +97,29 @@ class UserFunctionVariable(Variable):
         return self.value
 
     def get_attr(self, tx, name):
-        if name in ("__name__", "__qualname__"):
-            return ConstantVariable(getattr(self.code, f"co_{name.strip('_')}"))
-        if name == "__self__" and self.self_arg is not None:
-            return self.self_arg
-        if name == "__func__" and self.self_arg is not None:
-            unbound = self.bound_to(None)
-            return unbound
-        if name == "__code__":
-            return ConstantVariable(self.code)
-        if self.value is not None and name in getattr(self.value, "__dict__", {}):
-            return tx.wrap(self.value.__dict__[name], attr_of(self.source, name))
-        raise ObservedAttributeError(f"function {self.name!r} has no attribute {name!r}")
+        if self.self_arg is not None and name in ("__self__", "__func__"):
+            return self.self_arg if name == "__self__" else self.bound_to(None)
+        if name in self.attrs:  # assigned in the trace (`functools.wraps` sets __name__ ...)
+            return self.attrs[name]
+        if self.value is not None:  # a function from outside: what it has now, guarded
+            if not hasattr(self.value, name):
+                raise ObservedAttributeError(f"function {self.name!r} has no attribute {name!r}")
+            return tx.wrap(getattr(self.value, name), attr_of(self.source, name))
+        made = {  # a function made in the trace (MAKE_FUNCTION): what CPython gives it
+            "__name__": self.code.co_name,
+            "__qualname__": self.code.co_qualname,
+            "__module__": self.globals.get("__name__"),
+            "__doc__": None,
+            "__code__": self.code,
+        }
+        if name not in made:
+            raise ObservedAttributeError(f"function {self.name!r} has no attribute {name!r}")
+        return ConstantVariable(made[name])
+
+    def set_attr(self, tx, name, value):
+        if self.value is not None:
+            tx.side_effects.store_attr(self, name, value)
+        self.attrs[name] = value
 
     def bound_to(self, obj: Variable | None) -> "UserFunctionVariable":
         bound = UserFunctionVariable(
@@ -337,8 +349,12 @@ class NNModuleVariable(Variable):
         cls_var = tx.wrap(type(module), attr_of(self.source, "__class__"))
         if name == "__class__":
             return cls_var
+        # Not in the instance: assigned there later, it would hide what the class has.
+        tx.trace.assume("absent", item_of(attr_of(self.source, "__dict__"), name))
         found = class_lookup(type(module), name)
         if found is None:
+            for table in ("_parameters", "_buffers", "_modules"):
+                tx.trace.assume("absent", item_of(attr_of(self.source, table), name))
             raise ObservedAttributeError(
                 f"{type(module).__name__!r} object has no attribute {name!r}"
             )

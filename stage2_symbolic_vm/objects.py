@@ -237,12 +237,18 @@ class UserObjectVariable(Variable):
         raise ObservedAttributeError(f"{self.cls.__name__!r} object has no attribute {name!r}")
 
     def instance_attr(self, tx, name):
+        """`name` in the instance's own `__dict__`, or None. For an object from outside, that
+        it is missing is an assumption too: assigned later, it would hide the class's."""
         if self.value is None:
             return self.attrs.get(name)
-        instance = getattr(self.value, "__dict__", {})
-        if name not in instance:
+        source = item_of(attr_of(self.source, "__dict__"), name)
+        instance = getattr(self.value, "__dict__", None)
+        if instance is None:
             return None
-        return tx.wrap(instance[name], item_of(attr_of(self.source, "__dict__"), name))
+        if name not in instance:
+            tx.trace.assume("absent", source)
+            return None
+        return tx.wrap(instance[name], source)
 
     def instance_dict(self, tx):
         if self.value is not None:

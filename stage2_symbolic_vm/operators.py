@@ -11,6 +11,7 @@ import operator
 
 from .containers import (
     DictVariable,
+    DictViewVariable,
     ListVariable,
     SequenceVariable,
     SetVariable,
@@ -79,12 +80,12 @@ def binary_op(tx, fn, a, b):
         target = a if fn is operator.ior else DictVariable(a.items, dict_type=a.dict_type)
         target.call_method(tx, "update", [b], {})
         return target
-    if isinstance(a, ConstantVariable) and isinstance(b, ConstantVariable):
-        result = tx.run_python(fn, a.as_python_constant(), b.as_python_constant())
-        return tx.wrap_constant_result(result, fn.__name__)
     if fn is operator.iadd and isinstance(a, ListVariable):  # `xs += ys` extends xs itself
         a.call_method(tx, "extend", [b], {})
         return a
+    if constant(a) and constant(b):  # numbers, strings, and views of dicts of them
+        result = tx.run_python(fn, a.as_python_constant(), b.as_python_constant())
+        return tx.wrap_constant_result(result, fn.__name__)
     kind = sequence_kind(a)
     if fn in (operator.add, operator.iadd) and kind and kind is sequence_kind(b):
         return SEQUENCE_TYPES[kind](a.unpack(tx) + b.unpack(tx))
@@ -93,6 +94,14 @@ def binary_op(tx, fn, a, b):
     if (result := dunder(tx, fn, a, b)) is not None:
         return result
     raise Unsupported("unsupported_value", f"operator {fn.__name__} on {a} and {b}")
+
+
+def constant(value) -> bool:
+    """A value the operator can compute now: a constant, or a set or view of constants (a list
+    or dict is not: `xs + ys` must build a new list of the same Variables)."""
+    if isinstance(value, (ConstantVariable, SetVariable, DictViewVariable)):
+        return value.is_python_constant()
+    return False
 
 
 def dunder(tx, fn, a, b):

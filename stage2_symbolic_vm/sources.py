@@ -167,8 +167,10 @@ class Assumption:
     object: a module, a class, a global), "function" (a function with this
     code), "constant" (a Python scalar, string or tuple of them, by value),
     "tensor" (dtype, device, shape, strides, requires_grad), "length" (of a
-    list, tuple, dict or module container), "dict_keys", "module_hooks" (a
-    module still has no hooks), and the global state "grad_mode",
+    list, tuple, dict or module container), "dict_keys", "absent" (an
+    `ItemSource` key is not in its dict: an instance attribute that would hide
+    the class's, or that the code found missing), "module_hooks" (a module
+    still has no hooks), and the global state "grad_mode",
     "default_dtype", "default_device" and "autocast" (`source` is None for those).
     """
 
@@ -183,6 +185,7 @@ class Assumption:
         "tensor",
         "length",
         "dict_keys",
+        "absent",
         "module_hooks",
         "grad_mode",
         "default_dtype",

@@ -50,12 +50,17 @@ INPLACE_OPERATORS |= {"iand", "ior", "ixor", "ilshift", "irshift", "setitem"}
 
 
 def op_name(target) -> str:
+    """`add_` for `x.add_`, `torch.add_`, `torch.ops.aten.add_.Tensor` alike."""
+    if isinstance(target, torch._ops.OpOverload):
+        return target.overloadpacket.__name__
     return target if isinstance(target, str) else getattr(target, "__name__", "")
 
 
-def draws_random_numbers(target) -> bool:
-    """A random op: a backend must run it, and in program order, even if its result is unused."""
-    return op_name(target) in RANDOM_OPS
+def changes_state(target, kwargs) -> bool:
+    """An op a backend must run, in program order, even if its result is unused: one that
+    changes a tensor in place (`x.add_(1)`, `out=`, `inplace=True`), or draws random numbers."""
+    name = op_name(target)
+    return name in RANDOM_OPS or in_place(target, name) or "out" in kwargs or kwargs.get("inplace")
 
 
 def check_traceable(target, name, args, kwargs):
@@ -73,11 +78,16 @@ def mutated_arguments(target, name, args, kwargs) -> list:
     changed = [kwargs["out"]] if "out" in kwargs else []
     inplace = kwargs.get("inplace")
     inplace = inplace is not None and inplace.is_python_constant() and inplace.as_python_constant()
-    # `operator.and_` is `a & b`, not in place; `x.add_()` and `torch.relu_()` are.
-    in_place_name = name.endswith("_") and not name.endswith("__") and target not in OPERATORS
-    if args and (in_place_name or name in INPLACE_OPERATORS or inplace):
+    if args and (in_place(target, name) or inplace):
         changed.append(args[0])
     return changed
+
+
+def in_place(target, name) -> bool:
+    """`x.add_()`, `torch.relu_()`, `x += 1`, `x[i] = v`; not `operator.and_`, which is `a & b`."""
+    if name in INPLACE_OPERATORS:
+        return True
+    return name.endswith("_") and not name.endswith("__") and target not in OPERATORS
 
 
 OPERATORS = {f for f in vars(operator).values() if callable(f)}

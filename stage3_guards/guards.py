@@ -304,6 +304,13 @@ def dict_keys_match(source: Source, value, names: Names) -> Guard:
     return Guard("DICT_KEYS", source, repr(keys), tuple(checks), names.objects)
 
 
+def absent(source: Source, value, names: Names) -> Guard:
+    """`key not in container`: an attribute the trace found missing from an instance dict."""
+    key, base = source.index, source.base.name()
+    check = Check(f"{key!r} not in {base}", "absence", False, f"{key!r} in {base}")
+    return Guard("ABSENT", source, f"{key!r} not present", (check,), names.objects)
+
+
 def grad_mode(source: None, value, names: Names) -> Guard:
     enabled = torch.is_grad_enabled()
     code = f"{names(torch)}.is_grad_enabled() is {enabled}"
@@ -349,6 +356,7 @@ GUARD_BUILDERS = {
     "constant": constant_match,
     "length": length_check,
     "dict_keys": dict_keys_match,
+    "absent": absent,
     "module_hooks": module_hooks,
     "grad_mode": grad_mode,
     "default_dtype": default_dtype,
@@ -360,7 +368,7 @@ assert set(GUARD_BUILDERS) == set(Assumption.KINDS), "every assumption kind need
 # Checks of a value's shape (type, identity) come before checks that use it, so
 # `len(L['xs'])` only runs once `L['xs']` is known to be a list again.
 _ORDER = {"type": 0, "id": 0, "function": 0, "tensor": 1, "constant": 1, "length": 2}
-_ORDER |= {"dict_keys": 2, "module_hooks": 2}
+_ORDER |= {"dict_keys": 2, "absent": 2, "module_hooks": 2}
 
 
 def build_guards(assumptions, L: dict, G: dict, F=None) -> list[Guard]:
@@ -373,7 +381,8 @@ def build_guards(assumptions, L: dict, G: dict, F=None) -> list[Guard]:
         if assumption.kind == "type" and assumption.source in tensors:
             continue  # TENSOR_MATCH checks the type already
         source = assumption.source
-        value = source.get(L, G, F) if source is not None else None
+        readable = source is not None and assumption.kind != "absent"
+        value = source.get(L, G, F) if readable else None
         guards.append(GUARD_BUILDERS[assumption.kind](source, value, names))
     return guards
 

@@ -17,7 +17,6 @@ break); nodes that feed none of them are removed. torch/_dynamo builds its
 graph in output_graph.py while tracing; we build it after, from the trace.
 """
 
-import operator
 import re
 from dataclasses import dataclass
 
@@ -25,13 +24,8 @@ import torch
 import torch.fx
 
 from stage2_symbolic_vm.sources import Source
-from stage2_symbolic_vm.tensor_ops import OPERATORS, draws_random_numbers
+from stage2_symbolic_vm.tensor_ops import changes_state
 from stage2_symbolic_vm.trace import Node, Trace, map_nodes
-
-# operator.iadd & co. change their first argument in place, like `x.add_(1)`.
-_IN_PLACE_OPERATORS = {operator.setitem, operator.iadd, operator.isub, operator.imul}
-_IN_PLACE_OPERATORS |= {operator.itruediv, operator.ifloordiv, operator.imod, operator.ipow}
-_IN_PLACE_OPERATORS |= {operator.imatmul, operator.iand, operator.ior, operator.ixor}
 
 
 @dataclass(eq=False)
@@ -58,13 +52,14 @@ def placeholder_name(source: Source) -> str:
 
 
 def build_graph(trace: Trace, needed: list[Node]) -> CapturedGraph | None:
-    """The graph that computes the `needed` call nodes of `trace`; None when there are none.
+    """The graph that computes the `needed` call nodes of `trace`, and every node that must run
+    for its effect (an in-place op, a random draw); None when there is nothing to run.
 
     Inputs needed by the rest are not graph outputs: the new bytecode reads
     them through their sources, as it reads any other input.
     """
     outputs = list(dict.fromkeys(n for n in needed if n.op != "input"))
-    if not outputs:
+    if not outputs and not any(_changes_state(n) for n in trace.nodes):
         return None
     graph = torch.fx.Graph()
     fx_nodes: dict[Node, torch.fx.Node] = {}
@@ -94,17 +89,13 @@ def build_graph(trace: Trace, needed: list[Node]) -> CapturedGraph | None:
 def _is_impure(node: torch.fx.Node) -> bool:
     """Nodes that must run even when nothing reads their result: in-place ops (the change is
     the point) and random ops (they advance the generator, so later draws match eager's)."""
-    if node.op in ("placeholder", "output") or "out" in node.kwargs or node.kwargs.get("inplace"):
+    if node.op in ("placeholder", "output"):
         return True
-    if node.op not in ("call_method", "call_function"):
-        return False
-    if draws_random_numbers(node.target):
-        return True
-    if node.target in _IN_PLACE_OPERATORS:
-        return True
-    name = node.target if node.op == "call_method" else getattr(node.target, "__name__", "")
-    in_place_name = name.endswith("_") and not name.endswith("__")
-    return in_place_name and node.target not in OPERATORS  # `operator.and_` is `a & b`
+    return node.op in ("call_method", "call_function") and changes_state(node.target, node.kwargs)
+
+
+def _changes_state(node: Node) -> bool:
+    return node.op != "input" and changes_state(node.target, node.kwargs)
 
 
 def format_graph(gm: torch.fx.GraphModule) -> str:
