@@ -33,12 +33,12 @@ from .errors import Unsupported
 from .functions import (
     TORCH_CONSTANT_CLASSES,
     TORCH_MODULES,
-    TORCH_QUERIES,
     NNModuleVariable,
     PartialVariable,
     TorchVariable,
     UserFunctionVariable,
     is_torch_function,
+    torch_query,
 )
 from .objects import UserClassVariable, UserObjectVariable, is_python_class
 from .sources import attr_of, item_of
@@ -107,12 +107,17 @@ def wrap_new(tx, value, source):
     if type(value) in (set, frozenset):
         assume("constant")
         return SetVariable([ConstantVariable(v) for v in value], source, type(value))
+    if isinstance(value, types.FunctionType) and (
+        is_torch_function(value) or torch_query(value) is not None
+    ):  # `F.leaky_relu` is recorded, `torch.manual_seed` answered (or refused): not inlined
+        assume("id")
+        return TorchVariable(value, source)
     if isinstance(value, types.FunctionType) and is_modeled_builtin(value):
         assume("id")  # a Python function of the standard library the VM models (signature)
         return BuiltinVariable(value, source)
     if isinstance(value, types.FunctionType):
         assume("function")  # the code, not the object: see the module docstring
-        return UserFunctionVariable.from_function(value, source, trace)
+        return UserFunctionVariable.from_function(tx, value, source)
     if isinstance(value, types.MethodType):
         assume("type")
         function = wrap(tx, value.__func__, attr_of(source, "__func__"))
@@ -146,7 +151,7 @@ def wrap_new(tx, value, source):
         assume("type")
         return ObjectVariable(value, source, trace if source is not None else None)
     assume("id")  # a module, a class, a function of a library: this very object
-    if any(value is m for m in TORCH_MODULES) or is_torch_function(value) or _is_query(value):
+    if any(value is m for m in TORCH_MODULES) or is_torch_function(value):
         return TorchVariable(value, source)
     if any(value is c for c in TORCH_CONSTANT_CLASSES):
         return TorchVariable(value, source)
@@ -157,12 +162,6 @@ def wrap_new(tx, value, source):
     if is_python_class(value):
         return UserClassVariable(value, source)
     return ObjectVariable(value, source, trace if source is not None else None)
-
-
-def _is_query(value) -> bool:
-    return isinstance(value, types.BuiltinFunctionType | types.FunctionType) and (
-        value in TORCH_QUERIES
-    )
 
 
 def _where(source) -> str:

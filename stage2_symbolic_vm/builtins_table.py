@@ -29,7 +29,9 @@ from .iterators import (
     MapIteratorVariable,
     ZipIteratorVariable,
 )
+from .objects import SLOT_TYPES, BuiltinSlotVariable, UserObjectVariable
 from .operators import binary_op, compare_op, unary_op
+from .sources import attr_of
 from .variables import (
     UNKNOWN,
     BoundMethodVariable,
@@ -66,8 +68,7 @@ class BuiltinVariable(Variable):
 
     def get_attr(self, tx, name):
         if (self.fn, name) in CLASS_METHODS or (
-            isinstance(self.fn, type)
-            and isinstance(getattr(self.fn, name, None), types.MethodDescriptorType)
+            isinstance(self.fn, type) and isinstance(getattr(self.fn, name, None), SLOT_TYPES)
         ):
             return BoundMethodVariable(self, name)
         if name in ("__name__", "__qualname__", "__module__"):
@@ -83,6 +84,10 @@ class BuiltinVariable(Variable):
             return CLASS_METHODS[self.fn, name](tx, *args, **kwargs)
         if not args:
             raise ObservedException(TypeError(f"{self.fn.__name__}.{name}() needs an object"))
+        slot = getattr(self.fn, name, None)
+        if isinstance(args[0], UserObjectVariable) and isinstance(slot, SLOT_TYPES):
+            # `object.__setattr__(self, k, v)`: the builtin's own behaviour, not the class's
+            return BuiltinSlotVariable(slot, args[0]).call(tx, args[1:], kwargs)
         return args[0].call_method(tx, name, args[1:], kwargs)
 
     def call(self, tx, args, kwargs):
@@ -185,9 +190,12 @@ def is_subclass(tx, cls, classes):
 
 
 def type_(tx, value, *rest):
+    """`type(x)`: the class, with a source when x has one (its attributes can be guarded)."""
     if rest:
         raise Unsupported("untraceable_call", "type() with three arguments makes a class")
-    return tx.wrap(value.python_type(), None)
+    if isinstance(value, UserObjectVariable):
+        return value.cls_var
+    return tx.wrap(value.python_type(), attr_of(value.source, "__class__"))
 
 
 def enumerate_(tx, iterable, start=None):
@@ -285,13 +293,48 @@ def min_max(fn):
 
 def sorted_(tx, iterable, key=None, reverse=None):
     values = iterable.unpack(tx)
+    return ListVariable([values[i] for i in sort_order(tx, values, key, reverse)])
+
+
+def sort_order(tx, values, key=None, reverse=None) -> list[int]:
+    """The order `sorted(values, key=key, reverse=reverse)` puts the values in.
+
+    The keys are compared as Python would compare them: `sorted(d.items())` compares the
+    pairs' first items, and never the tensors after them when those differ.
+    """
     keys = values if key is None else [key.call(tx, [v], {}) for v in values]
-    if not all(k.is_python_constant() for k in keys):
-        raise Unsupported("data_dependent_branch", "`sorted()` of tensors compares their values")
-    constants = [k.as_python_constant() for k in keys]
+    proxies = [_comparable(k) for k in keys]
     backwards = reverse is not None and reverse.as_python_constant()
-    order = tx.run_python(sorted, range(len(values)), key=constants.__getitem__, reverse=backwards)
-    return ListVariable([values[i] for i in order])
+    try:
+        return sorted(range(len(values)), key=proxies.__getitem__, reverse=backwards)
+    except _Incomparable:
+        raise Unsupported(
+            "data_dependent_branch", "sorting compares tensors (or other values) by their data"
+        ) from None
+    except TypeError as error:
+        raise ObservedException(error, "sorted()") from None
+
+
+class _Incomparable(Exception):
+    pass
+
+
+class _Opaque:
+    """A value a sort may not compare: it only compares when the keys before it are equal."""
+
+    def __eq__(self, other):
+        raise _Incomparable
+
+    __lt__ = __gt__ = __le__ = __ge__ = __ne__ = __eq__
+    __hash__ = None
+
+
+def _comparable(value):
+    if value.is_python_constant():
+        return value.as_python_constant()
+    if isinstance(value, TupleVariable):
+        return tuple(_comparable(item) for item in value.items)
+    return _Opaque()
 
 
 def super_(tx, *args):
@@ -425,6 +468,10 @@ CLASS_METHODS = {
     (dict, "fromkeys"): fromkeys(dict),
     (collections.OrderedDict, "fromkeys"): fromkeys(collections.OrderedDict),
     (itertools.chain, "from_iterable"): lambda tx, its: ChainIteratorVariable(its.unpack(tx)),
+    # a namedtuple's __new__ and _make end in `tuple.__new__(cls, iterable)`
+    (tuple, "__new__"): lambda tx, cls, items=None: TupleVariable(
+        items.unpack(tx) if items is not None else [], tuple_type=class_of(cls)
+    ),
 }
 
 

@@ -11,6 +11,7 @@ enum members, dtypes ...), as nearly all real code uses them.
 import collections
 
 from .errors import ObservedException, Unsupported
+from .sources import attr_of
 from .variables import UNKNOWN, ConstantVariable, Variable, constant_args
 
 
@@ -111,6 +112,12 @@ class TupleVariable(SequenceVariable):
         fields = self.field_names()
         if name in fields:
             return self.items[fields.index(name)]
+        own = [k for k in self.tuple_type.__mro__ if k is not tuple and name in vars(k)]
+        if own:  # a namedtuple's `_fields`, `_replace`, `_asdict`: found in its class
+            from .objects import class_attribute, class_lookup  # objects.py builds on this file
+
+            cls_var = tx.wrap(self.tuple_type, attr_of(self.source, "__class__"))
+            return class_attribute(tx, self, cls_var, name, *class_lookup(self.tuple_type, name))
         return super().get_attr(tx, name)
 
     def call_method(self, tx, name, args, kwargs):
@@ -121,8 +128,12 @@ class TupleVariable(SequenceVariable):
     def build(self, cg):
         if self.tuple_type is tuple:
             super().build(cg)
-        elif hasattr(self.tuple_type, "_fields"):  # a namedtuple: its class takes the fields
-            cg.call_callable(self.tuple_type, *[lambda v=v: cg.reconstruct(v) for v in self.items])
+        elif hasattr(self.tuple_type, "_fields"):  # a namedtuple, made as its own __new__ makes it
+            cg.call_callable(
+                tuple.__new__,  # a C call: its Python __new__ would be a frame the hook compiles
+                lambda: cg.load_const(self.tuple_type),
+                lambda: cg.build_sequence(self.items, "BUILD_TUPLE"),
+            )
         else:  # a structseq (torch.return_types.max) takes one sequence
             cg.call_callable(self.tuple_type, lambda: cg.build_sequence(self.items, "BUILD_TUPLE"))
 
@@ -182,9 +193,10 @@ class ListVariable(SequenceVariable):
         elif name == "clear" and not args:
             self.items.clear()
         elif name == "sort" and not args:
-            kwargs = constant_args([], kwargs)[1]
-            values = tx.run_python(sorted, self.as_python_constant(), **kwargs)
-            self.items[:] = [ConstantVariable(v) for v in values]
+            from .builtins_table import sort_order  # the table builds on this file
+
+            order = sort_order(tx, self.items, kwargs.get("key"), kwargs.get("reverse"))
+            self.items[:] = [self.items[i] for i in order]
         else:
             raise Unsupported("unsupported_value", f"list.{name} with these arguments")
         return ConstantVariable(None)

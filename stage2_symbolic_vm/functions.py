@@ -29,7 +29,6 @@ from .trace import code_signature
 from .variables import (
     UNKNOWN,
     BoundMethodVariable,
-    CellVariable,
     ConstantVariable,
     LazyVariable,
     TensorVariable,
@@ -58,7 +57,7 @@ class UserFunctionVariable(Variable):
         self.attrs = {}  # attributes the trace assigned
 
     @classmethod
-    def from_function(cls, fn, source, trace=None):
+    def from_function(cls, tx, fn, source):
         """A function read from outside: its defaults and cells are outside values too."""
         defaults = [
             LazyVariable(v, item_of(attr_of(source, "__defaults__"), i))
@@ -71,15 +70,10 @@ class UserFunctionVariable(Variable):
         cells = []
         for i, cell in enumerate(fn.__closure__ or ()):
             cell_source = item_of(attr_of(source, "__closure__"), i)
-            contents_source = attr_of(cell_source, "cell_contents")
-            try:
-                contents = LazyVariable(cell.cell_contents, contents_source)
-            except ValueError:  # an empty cell: the variable is not assigned yet
-                contents = None
-            cells.append(CellVariable(contents, cell_source))
+            cells.append(tx.outside_cell(cell, cell_source, attr_of(cell_source, "cell_contents")))
         var = cls(fn.__code__, fn.__globals__, defaults, kwdefaults, cells, source=source)
         var.globals_source = globals_source(fn, source)
-        var.value, var.trace = fn, trace if source is not None else None
+        var.value, var.trace = fn, tx.trace if source is not None else None
         return var
 
     @property
@@ -249,11 +243,37 @@ TORCH_QUERIES = {
     torch.get_autocast_dtype: lambda tx, device: tx.global_state(
         "autocast", torch.get_autocast_dtype(device.as_python_constant())
     ),
+    # The random generator's state: read or set in Python, never by a graph.
+    **dict.fromkeys(
+        (torch.manual_seed, torch.seed, torch.initial_seed, torch.get_rng_state),
+        lambda tx, *args: _rng_state(),
+    ),
+    torch.set_rng_state: lambda tx, *args: _rng_state(),
     # `__torch_function__` overrides: only plain tensors are traced, and they have none.
     torch._C._has_torch_function: lambda tx, args: _has_torch_function(tx, args.unpack(tx)),
     torch._C._has_torch_function_unary: lambda tx, arg: _has_torch_function(tx, [arg]),
     torch._C._has_torch_function_variadic: lambda tx, *args: _has_torch_function(tx, args),
 }
+
+
+def torch_query(value):
+    """The VM's answer to a torch query function, or None. Looked up through `__wrapped__`:
+    importing torch._dynamo wraps `torch.manual_seed` in a new function, for one."""
+    while callable(value):
+        if isinstance(value, (types.FunctionType, types.BuiltinFunctionType)):
+            handler = TORCH_QUERIES.get(value)
+            if handler is not None:
+                return handler
+        value = getattr(value, "__wrapped__", None)
+    return None
+
+
+def _rng_state():
+    raise Unsupported(
+        "untraceable_call",
+        "`torch.manual_seed` (or another call on the random generator's state) is not traced: "
+        "the graph draws its numbers in order, but cannot set the seed",
+    )
 
 
 def _has_torch_function(tx, values):
@@ -299,13 +319,13 @@ class TorchVariable(Variable):
             return TorchVariable(value, source)
         if any(value is c for c in TORCH_CONSTANT_CLASSES):
             return TorchVariable(value, source)
-        if value in TORCH_QUERIES:
+        if torch_query(value) is not None:
             return TorchVariable(value, source)
         return tx.wrap(value, source)
 
     def call(self, tx, args, kwargs):
-        if self.value in TORCH_QUERIES:
-            return TORCH_QUERIES[self.value](tx, *args, **kwargs)
+        if (query := torch_query(self.value)) is not None:
+            return query(tx, *args, **kwargs)
         if self.value is torch.is_tensor and len(args) == 1:
             return ConstantVariable(isinstance(args[0], TensorVariable))
         if self.value in TORCH_CONSTANT_CLASSES:  # torch.Size([2, 3]), torch.finfo(dtype)
@@ -314,7 +334,8 @@ class TorchVariable(Variable):
         helper = isinstance(self.value, types.FunctionType) and self.value.__name__ not in FACTORIES
         if helper and not tensor_variables([*args, *kwargs.values()]):
             # a Python helper of torch (`F._none_or_dtype(None)`), not a tensor op: inline it
-            return tx.wrap(self.value, self.source).call(tx, args, kwargs)
+            inlined = UserFunctionVariable.from_function(tx, self.value, self.source)
+            return inlined.call(tx, args, kwargs)
         return tx.record_call(self.value, args, kwargs)
 
     def __repr__(self):

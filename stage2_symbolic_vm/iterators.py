@@ -15,9 +15,9 @@ import operator
 import types
 
 from .containers import TupleVariable
-from .errors import CannotReconstruct, ObservedException, Unsupported
+from .errors import CannotReconstruct, ObservedException
 from .operators import binary_op
-from .variables import ConstantVariable, Variable
+from .variables import BoundMethodVariable, ConstantVariable, Variable
 
 
 class IteratorVariable(Variable):
@@ -161,22 +161,41 @@ class GeneratorVariable(IteratorVariable):
     """
 
     def __init__(self, frame):
-        self.frame, self.finished = frame, False
+        self.frame, self.finished, self.started = frame, False, False
         self.returned = None  # what the generator returned (`yield from` evaluates to it)
 
     def python_type(self):
         return types.GeneratorType
 
-    def next_item(self, tx):
+    def next_item(self, tx, sent=None):
+        """Run the generator to its next `yield`; `sent` is what the paused `yield` evaluates
+        to (None for next(), the value for `gen.send(value)`)."""
         if self.finished:
             return None
+        if self.started:
+            self.frame.push(sent or ConstantVariable(None))
+        elif sent is not None and not (sent.is_python_constant() and sent.value is None):
+            raise ObservedException(
+                TypeError("can't send non-None value to a just-started generator")
+            )
+        self.started = True
         self.frame.yielded = None
         self.frame.run()
         if self.frame.yielded is None:  # it returned: StopIteration
             self.finished, self.returned = True, self.frame.return_value
             return None
-        self.frame.push(ConstantVariable(None))  # what `yield` evaluates to: next() sends None
         return self.frame.yielded
+
+    def get_attr(self, tx, name):
+        if name in ("send", "__next__"):
+            return BoundMethodVariable(self, name)
+        return super().get_attr(tx, name)
+
+    def call_method(self, tx, name, args, kwargs):
+        item = self.next_item(tx, args[0] if name == "send" else None)
+        if item is None:
+            raise ObservedException(StopIteration(self.returned))
+        return item
 
     def __repr__(self):
         return f"GeneratorVariable({self.frame.code.co_qualname})"
@@ -232,10 +251,68 @@ def pairwise(tx, iterable):
     return ListIteratorVariable(TupleVariable([a, b]) for a, b in itertools.pairwise(items))
 
 
+class RepeatIteratorVariable(IteratorVariable):
+    """`itertools.repeat(value)` with no count: endless, so it stays lazy (inside a `zip`)."""
+
+    def __init__(self, value):
+        self.value = value
+
+    def next_item(self, tx):
+        return self.value
+
+
+class WhileIteratorVariable(IteratorVariable):
+    """`itertools.takewhile` (`taking`) and `dropwhile`: the predicate is called item by item,
+    only as far as the loop asks."""
+
+    def __init__(self, predicate, iterator, taking):
+        self.predicate, self.iterator, self.taking = predicate, iterator, taking
+        self.switched = False  # takewhile: past the first false item; dropwhile: yielding
+
+    def next_item(self, tx):
+        if self.switched and self.taking:
+            return None
+        while (item := self.iterator.next_item(tx)) is not None:
+            if self.switched:
+                return item
+            if self.predicate.call(tx, [item], {}).truth(tx) != self.taking:
+                self.switched = True
+                return None if self.taking else item
+            if self.taking:
+                return item
+        return None
+
+
+class CycleIteratorVariable(IteratorVariable):
+    """`itertools.cycle(iterable)`: its items again and again (endless, so lazy)."""
+
+    def __init__(self, items):
+        self.items, self.index = list(items), 0
+
+    def next_item(self, tx):
+        if not self.items:
+            return None
+        self.index += 1
+        return self.items[(self.index - 1) % len(self.items)]
+
+
 def repeat(tx, value, times=None):
     if times is None:
-        raise Unsupported("unsupported_value", "itertools.repeat without a count never ends")
+        return RepeatIteratorVariable(value)
     return ListIteratorVariable([value] * times.as_python_constant())
+
+
+def groupby(tx, iterable, key=None):
+    """`itertools.groupby`: runs of items with equal keys (the keys are compared now)."""
+    rows, last = [], object()
+    for item in iterable.unpack(tx):
+        k = item if key is None else key.call(tx, [item], {})
+        value = k.as_python_constant()
+        if not rows or value != last:
+            rows.append((k, []))
+            last = value
+        rows[-1][1].append(item)
+    return ListIteratorVariable(TupleVariable([k, ListIteratorVariable(g)]) for k, g in rows)
 
 
 def starmap(tx, fn, iterable):
@@ -259,4 +336,11 @@ ITERTOOLS = {
     itertools.pairwise: pairwise,
     itertools.repeat: repeat,
     itertools.starmap: starmap,
+    itertools.groupby: groupby,
+    itertools.takewhile: lambda tx, fn, it: WhileIteratorVariable(fn, it.iterate(tx), True),
+    itertools.dropwhile: lambda tx, fn, it: WhileIteratorVariable(fn, it.iterate(tx), False),
+    itertools.cycle: lambda tx, it: CycleIteratorVariable(it.unpack(tx)),
+    itertools.compress: lambda tx, data, selectors: ListIteratorVariable(
+        d for d, s in zip(data.unpack(tx), selectors.unpack(tx), strict=False) if s.truth(tx)
+    ),
 }

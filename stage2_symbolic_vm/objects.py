@@ -92,12 +92,10 @@ def class_attribute(tx, instance, cls_var, name, index, attr):
     if isinstance(attr, types.FunctionType):
         function = tx.wrap(attr, source)
         return function.bound_to(owner) if owner is not None else function
-    if isinstance(attr, SLOT_TYPES) and owner is not None:
+    if isinstance(attr, SLOT_TYPES) and isinstance(owner, UserObjectVariable):
         return BuiltinSlotVariable(attr, owner)
-    if source is None:
-        raise Unsupported(
-            "unsupported_value", f"class attribute {name!r} of a class without source"
-        )
+    # With no source, the class itself was made or found in the trace (`type(obj)` of an object
+    # made here): what it holds is known from how it was made, nothing to guard.
     return tx.wrap(attr, source)
 
 
@@ -117,6 +115,9 @@ class UserClassVariable(Variable):
         return self.cls
 
     def get_attr(self, tx, name):
+        stored = tx.side_effects.load_attr(self, name)
+        if stored is not None:
+            return stored
         if name in ("__name__", "__qualname__", "__module__"):
             return ConstantVariable(getattr(self.cls, name))
         if name == "__mro__":
@@ -128,6 +129,10 @@ class UserClassVariable(Variable):
 
     def call(self, tx, args, kwargs):
         return new_instance(tx, self, args, kwargs)
+
+    def set_attr(self, tx, name, value):
+        """`Cls.counter = v`: changes the class, written back after the graph (side_effects.py)."""
+        tx.side_effects.store_attr(self, name, value)
 
     def __repr__(self):
         return f"UserClassVariable({self.cls.__qualname__})"

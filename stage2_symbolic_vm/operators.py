@@ -133,6 +133,9 @@ def unary_op(tx, fn, a):
 def compare_op(tx, fn, a, b):
     if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
         return tx.record_call(fn, [a, b], {})
+    for view in (a, b):
+        if isinstance(view, DictViewVariable):
+            view.unpack(tx)  # read the values of a dict from outside: now they are constants
     if a.is_python_constant() and b.is_python_constant():
         return ConstantVariable(tx.run_python(fn, a.as_python_constant(), b.as_python_constant()))
     if (result := dunder(tx, fn, a, b)) is not None:
@@ -158,11 +161,9 @@ def is_same(a, b) -> bool:
     objects = [v.identity() for v in (a, b)]
     if UNKNOWN not in objects:
         return objects[0] is objects[1]
-    if objects.count(UNKNOWN) == 1:  # one was made in the trace, the other existed before
-        return False
-    if type(a) is not type(b):
-        return False
-    raise Unsupported("unsupported_value", f"`is` between {a} and {b}")
+    # At least one was made in the trace: each object made here has one Variable, so two
+    # different Variables are two different objects.
+    return False
 
 
 def contains(tx, item, container):

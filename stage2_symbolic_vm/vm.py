@@ -121,14 +121,7 @@ def trace(fn, *args, **kwargs) -> Trace:
             fn.__self__, AttrSource(FunctionSource(), "__self__")
         )
     tx.locals.update({name: LazyVariable(value, LocalSource(name)) for name, value in L.items()})
-    for index, (name, cell) in enumerate(
-        zip(code.co_freevars, function.__closure__ or (), strict=True)
-    ):
-        source = ClosureSource(name, index)
-        try:
-            tx.cells[name] = CellVariable(LazyVariable(cell.cell_contents, source), source)
-        except ValueError:  # an empty cell
-            tx.cells[name] = CellVariable(None, source)
+    tx.bind_closure(function)
     output = tx.run()
     if tx.side_effects:
         raise Unsupported(
@@ -175,6 +168,9 @@ class InstructionTranslator:
         self.depth = parent.depth + 1 if parent else 0
         self.wrapped = parent.wrapped if parent else {}  # source -> Variable, shared by all frames
         self.side_effects = parent.side_effects if parent else SideEffects()
+        # id of a cell from outside -> (the cell, its one CellVariable), shared by all frames:
+        # a cell reached by two paths (a free variable, and a closure of a function) is one.
+        self.outside_cells = parent.outside_cells if parent else {}
         self.counter = parent.counter if parent else [0]
         self.return_value = None
         self.yielded = None  # a generator's frame pauses at `yield` with the value here
@@ -278,6 +274,23 @@ class InstructionTranslator:
 
     def wrap(self, value, source):
         return builder.wrap(self, value, source)
+
+    def bind_closure(self, function):
+        """The root frame's free variables: the cells of the traced function's closure."""
+        cells = zip(self.code.co_freevars, function.__closure__ or (), strict=True)
+        for index, (name, cell) in enumerate(cells):
+            source = ClosureSource(name, index)
+            self.cells[name] = self.outside_cell(cell, source, source)
+
+    def outside_cell(self, cell, source, contents_source) -> CellVariable:
+        """The CellVariable of a real cell object (one per cell, however it was reached)."""
+        if id(cell) not in self.outside_cells:
+            try:
+                contents = LazyVariable(cell.cell_contents, contents_source)
+            except ValueError:  # an empty cell: the variable is not assigned yet
+                contents = None
+            self.outside_cells[id(cell)] = (cell, CellVariable(contents, source))
+        return self.outside_cells[id(cell)][1]
 
     def global_state(self, kind: str, value):
         """A fact about the process the code asked for (`torch.is_grad_enabled()`): guarded."""
@@ -402,9 +415,9 @@ class InstructionTranslator:
 
     def STORE_DEREF(self, inst):
         cell = self.cells[inst.argval]
-        if cell.source is not None:
-            raise Unsupported("unsupported_mutation", f"assigns {cell.source.describe()}")
         cell.contents = self.pop()
+        if cell.source is not None:  # a cell of a function from outside: written back after
+            self.side_effects.store_attr(cell, "cell_contents", cell.contents)
 
     def LOAD_GLOBAL(self, inst):
         if inst.arg & 1:  # both versions: the low bit asks for a NULL below the global

@@ -39,11 +39,10 @@ from stage1_eval_frame import call_unhooked, skip_code
 from stage2_symbolic_vm import variables
 from stage2_symbolic_vm.errors import CannotReconstruct, Unsupported
 from stage2_symbolic_vm.iterators import ListIteratorVariable
-from stage2_symbolic_vm.sources import ClosureSource, LocalSource
-from stage2_symbolic_vm.trace import Trace, bind_frame
-from stage2_symbolic_vm.variables import CellVariable, LazyVariable, NullVariable
+from stage2_symbolic_vm.sources import LocalSource
+from stage2_symbolic_vm.trace import Trace
+from stage2_symbolic_vm.variables import LazyVariable, NullVariable
 from stage3_guards import GuardError, GuardFunction, build_guards, compile_guards
-from stage3_guards.jit import call_arguments
 from stage3_guards.replay import argument_names
 
 from . import breaks
@@ -117,24 +116,21 @@ class _Translator(vm.InstructionTranslator):
         super().step(inst)
 
 
-def start_translator(function, args, kwargs, stop_at=None) -> _Translator:
-    """The VM set up for a call, as `stage2_symbolic_vm.trace` sets it up; we run it ourselves
-    to keep the returned Variable (its sources say how to rebuild it) and the visit counts."""
-    code = function.__code__
+def start_translator(frame, stop_at=None) -> _Translator:
+    """The VM set up for a frame, as `stage2_symbolic_vm.trace` sets it up; we run it ourselves
+    to keep the returned Variable (its sources say how to rebuild it) and the visit counts.
+    The locals are the frame's own argument slots by name: nothing to bind (a resume
+    function's parameters may be names no `def` could have, as pytest's `@py_assert1`)."""
+    code, function = frame.code, frame.function
     tx = _Translator(code, function.__globals__, Trace(code), stop_at=stop_at)
-    L, _, _ = bind_frame(function, args, kwargs)
-    tx.locals.update({name: LazyVariable(value, LocalSource(name)) for name, value in L.items()})
-    cells = zip(code.co_freevars, function.__closure__ or (), strict=True)
-    for index, (name, cell) in enumerate(cells):
-        source = ClosureSource(name, index)
-        try:
-            tx.cells[name] = CellVariable(LazyVariable(cell.cell_contents, source), source)
-        except ValueError:  # an empty cell
-            tx.cells[name] = CellVariable(None, source)
+    tx.locals.update(
+        {name: LazyVariable(value, LocalSource(name)) for name, value in frame.arguments.items()}
+    )
+    tx.bind_closure(function)
     return tx
 
 
-def stop_at_root(function, args, kwargs, error: Unsupported, visits: dict) -> Unsupported:
+def stop_at_root(frame, error: Unsupported, visits: dict) -> Unsupported:
     """A break inside an inlined call: trace again and stop *before* the root's CALL.
 
     The first trace already ran part of the callee, whose recorded ops and
@@ -143,7 +139,7 @@ def stop_at_root(function, args, kwargs, error: Unsupported, visits: dict) -> Un
     (its "speculation log").
     """
     root = error.frames[0]
-    tx = start_translator(function, args, kwargs, stop_at=(root.offset, visits[root.offset], error))
+    tx = start_translator(frame, stop_at=(root.offset, visits[root.offset], error))
     try:
         tx.run()
     except Unsupported as again:
@@ -176,13 +172,11 @@ def convert_frame(frame, options) -> CompiledFrame:
 
 
 def convert_frame_or_raise(frame, options) -> CompiledFrame:
-    code, function = frame.code, frame.function
-    args, kwargs = call_arguments(code, frame.slots)
-    tx = start_translator(function, args, kwargs)
+    tx = start_translator(frame)
     try:
         result = tx.run()
     except Unsupported as error:
-        return convert_break(frame, options, args, kwargs, error, tx.visits)
+        return convert_break(frame, options, error, tx.visits)
     cg = Codegen(OutputIndex(), frame.globals)
     cg.reconstruct(result)
     if tx.side_effects:  # the result first (it may read what the changes overwrite)
@@ -193,7 +187,7 @@ def convert_frame_or_raise(frame, options) -> CompiledFrame:
     return finish(frame, options, tx.trace, cg, None, [])
 
 
-def convert_break(frame, options, args, kwargs, error, visits) -> CompiledFrame:
+def convert_break(frame, options, error, visits) -> CompiledFrame:
     code = frame.code
     graph_break = breaks.from_unsupported(error, code)
     if error.kind == "eager_error" or error.state is None:
@@ -205,7 +199,7 @@ def convert_break(frame, options, args, kwargs, error, visits) -> CompiledFrame:
         options.pending = breaks.GraphBreakError(graph_break)
         raise options.pending
     if len(error.frames) > 1:
-        error = stop_at_root(frame.function, args, kwargs, error, visits)
+        error = stop_at_root(frame, error, visits)
     try:
         cg, resumes = cut(code, error.state, frame.globals, error.side_effects)
     except (CannotCut, CannotReconstruct) as why:

@@ -1249,7 +1249,7 @@ def closure_with_break(a):
     return g(a)
 
 
-@case(T, graphs=1, breaks=3)
+@case(T, graphs=1, breaks=1)
 def closure_cell_changed_after_break(a):
     count = 0
 
