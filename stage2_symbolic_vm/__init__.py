@@ -8,12 +8,15 @@ cannot go on, it raises `Unsupported` with the reason, the line and the VM's
 state: stage 4 turns that into a graph break.
 
 Read first: `vm.py` (the interpreter loop and one handler per opcode), then
-`variables.py` (what a symbolic value is), `tensor_ops.py` (how a node is
-recorded on meta tensors), `operators.py`, `functions.py` and
-`builtins_table.py` (calls and operators), `builder.py` (outside values and
-their assumptions), `errors.py` (where it stops), and `trace.py` and
-`sources.py` (what stages 3 and 4 consume). `diagrams.py` draws a trace
-(Mermaid, for the book).
+`variables.py` (what a symbolic value is), `containers.py` (lists, tuples,
+dicts, sets), `iterators.py` (lazy iterators and generators), `tensor_ops.py`
+(how a node is recorded on meta tensors), `operators.py`, `functions.py`,
+`objects.py` (instances of Python classes) and `builtins_table.py` (calls and
+operators), `builder.py` (outside values and their assumptions),
+`side_effects.py` (changes to outside objects, written back after the graph),
+`errors.py` (where it stops, and the exceptions the code raises itself), and
+`trace.py` and `sources.py` (what stages 3 and 4 consume). `diagrams.py`
+draws a trace (Mermaid, for the book).
 """
 
 from .diagrams import trace_diagram

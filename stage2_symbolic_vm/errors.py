@@ -34,23 +34,24 @@ BREAK_KINDS = {
     ),
     "untraceable_call": BreakKind(
         "a call to a function the VM cannot look inside (`print`, a C function of another "
-        "library, a random-number generator, an I/O call)",
-        "move the call outside the traced function, or use a torch operation instead",
+        "library such as NumPy, I/O, the random generator's seed)",
+        "move the call outside the compiled function, or use a torch operation instead",
     ),
     "unsupported_opcode": BreakKind(
-        "a bytecode instruction the VM has no handler for (`with`, `try`, `raise`, generators, "
-        "`yield`, ...)",
+        "a bytecode instruction the VM has no handler for (`with` blocks, a `class` statement "
+        "inside the function, ...)",
         "see `python -m stage2_symbolic_vm.coverage`; adding a handler is one method",
     ),
     "unsupported_mutation": BreakKind(
-        "a change to a value that lives outside the trace (an input tensor mutated in place, "
-        "an argument list appended to, a global or an attribute assigned)",
-        "build a new value and return it instead of changing the old one",
+        "a change the new code cannot write back after the graph (a module's parameter or "
+        "submodule replaced, globals that are not a module's); and stage 2's `replay`, which "
+        "runs a trace alone, writes back no change at all",
+        "compute the new value and return it, or change the object outside the compiled function",
     ),
     "unsupported_value": BreakKind(
-        "an operation on a Python value the VM does not model (a user object, a set, a "
-        "generator, an exception, ...)",
-        "pass tensors, numbers, strings and lists/tuples/dicts of them",
+        "an operation on a Python value the VM does not model (an object of a C library, "
+        "a dict key with its own __hash__, a generator sent a value before it started, ...)",
+        "pass tensors, numbers, strings, containers of them, or objects of Python classes",
     ),
     "eager_error": BreakKind(
         "the operation raises an error when run (a shape mismatch, a wrong argument, an "

@@ -35,8 +35,21 @@ class IteratorVariable(Variable):
     def truth(self, tx):
         return True
 
+    def peek(self, n: int) -> list | None:
+        """The next `n` items (fewer if it ends), without taking them; None if not known now."""
+        return None
+
+    def remaining(self) -> list | None:
+        """All the items still to come, if they are known now and finite (else None): at a
+        graph break, stage 4 passes them to the resume function as a list."""
+        return None
+
     def reconstruct(self, cg):
-        raise CannotReconstruct(f"{self}: an iterator part-way through its items")
+        remaining = self.remaining()
+        if remaining is None:
+            raise CannotReconstruct(f"{self}: an iterator part-way through its items")
+        cg.call_callable(iter, lambda: cg.build_sequence(remaining, "BUILD_LIST"))
+        cg.keep(self)
 
 
 class ListIteratorVariable(IteratorVariable):
@@ -51,13 +64,11 @@ class ListIteratorVariable(IteratorVariable):
         self.index += 1
         return self.items[self.index - 1]
 
+    def peek(self, n):
+        return self.items[self.index : self.index + n]
+
     def remaining(self) -> list:
         return self.items[self.index :]
-
-    def reconstruct(self, cg):
-        remaining = self.remaining()
-        cg.call_callable(iter, lambda: cg.build_sequence(remaining, "BUILD_LIST"))
-        cg.keep(self)
 
 
 class MapIteratorVariable(IteratorVariable):
@@ -89,6 +100,16 @@ class ZipIteratorVariable(IteratorVariable):
             items.append(item)
         return TupleVariable(items)
 
+    def remaining(self):
+        """`zip(xs, ys)` or `enumerate(xs)` over known items: the tuples still to come."""
+        lengths = [len(r) for it in self.iterators if (r := it.remaining()) is not None]
+        if not lengths or (self.strict and len(set(lengths)) > 1):
+            return None
+        columns = [it.peek(min(lengths)) for it in self.iterators]
+        if any(column is None for column in columns):
+            return None
+        return [TupleVariable(list(row)) for row in zip(*columns, strict=True)]
+
 
 class FilterIteratorVariable(IteratorVariable):
     """`filter(fn, iterable)`; `fn` None keeps the true items."""
@@ -113,6 +134,9 @@ class CountIteratorVariable(IteratorVariable):
     def next_item(self, tx):
         value, self.value = self.value, self.value + self.step
         return ConstantVariable(value)
+
+    def peek(self, n):
+        return [ConstantVariable(self.value + i * self.step) for i in range(n)]
 
 
 class ChainIteratorVariable(IteratorVariable):
@@ -259,6 +283,9 @@ class RepeatIteratorVariable(IteratorVariable):
 
     def next_item(self, tx):
         return self.value
+
+    def peek(self, n):
+        return [self.value] * n
 
 
 class WhileIteratorVariable(IteratorVariable):

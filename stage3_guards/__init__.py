@@ -12,7 +12,16 @@ it to the stage-1 hook in `jit(fn)` (`jit.py`). Read them in that order.
     >>> f(torch.ones(8), torch.ones(8))     # compiled; later calls hit the cache
 """
 
-from .cache import CacheEntry, CompilerWarning, Config, Counters, FrameCache, config, counters
+from .cache import (
+    CacheEntry,
+    CompileError,
+    CompilerWarning,
+    Config,
+    Counters,
+    FrameCache,
+    config,
+    counters,
+)
 from .guard_function import GuardFunction, compile_guards, failure_reason
 from .guards import GUARD_BUILDERS, Check, Guard, GuardError, build_guards
 from .jit import jit, reset
@@ -22,6 +31,7 @@ __all__ = [
     "GUARD_BUILDERS",
     "CacheEntry",
     "Check",
+    "CompileError",
     "CompilerWarning",
     "Config",
     "Counters",

@@ -47,6 +47,11 @@ class Config:
 config = Config()
 
 
+class CompileError(RuntimeError):
+    """An error the compiler raises for the user on purpose (stage 4: `fullgraph=True` and a
+    graph break, a backend that fails): the call raises it, instead of running eagerly."""
+
+
 class CompilerWarning(UserWarning):
     """A frame runs eagerly because the compiler itself failed on it (a bug, not a limit)."""
 
@@ -180,10 +185,12 @@ class FrameCache:
         branch on a tensor's value, an unsupported call), so the frame runs
         eagerly from then on; an error of the operation itself ("eager_error":
         a shape mismatch) concerns this call only, and eager will raise the
-        user's error. Any other exception is a bug of the compiler: strict mode
-        raises it, otherwise the user gets one warning and the frame runs
-        eagerly from then on. The user's call never sees our errors.
+        user's error. A `CompileError` is for the user: the call raises it. Any
+        other exception is a bug of the compiler: strict mode raises it, otherwise
+        the user gets one warning and the frame runs eagerly from then on.
         """
+        if isinstance(error, CompileError):
+            raise error
         counters.eager += 1
         if isinstance(error, Unsupported) and error.kind == "eager_error":
             frames_log.info("%s runs eagerly this time: %s", self.describe(), error.reason)

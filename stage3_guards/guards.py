@@ -417,6 +417,9 @@ def _short_repr(value) -> str:
         return f"<{type(value).__name__} module>"
     if isinstance(value, types.ModuleType):  # not "from <path>" or "(built-in)": both vary
         return f"<module {value.__name__!r}>"
+    if isinstance(value, types.CodeType):  # "the code of <lambda> at f.py:12"
+        where = f"{value.co_filename.rsplit('/', 1)[-1]}:{value.co_firstlineno}"
+        return f"<code of {value.co_qualname} at {where}>"
     text = repr(value).splitlines()[0]
     if " at 0x" in text:  # <function f at 0x7f..>
         text = text.split(" at 0x")[0] + ">"

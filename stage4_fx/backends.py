@@ -12,6 +12,8 @@ from collections.abc import Callable
 
 import torch
 
+from stage3_guards import CompileError
+
 _BACKENDS: dict[str, Callable] = {}
 
 
@@ -53,7 +55,7 @@ def lookup_backend(backend) -> Callable:
         ) from error
 
 
-class BackendCompilerFailed(RuntimeError):
+class BackendCompilerFailed(CompileError):
     """The backend raised while compiling a graph; like torch, we tell the user, not hide it."""
 
     def __init__(self, backend, error: Exception, where: str):

@@ -12,6 +12,7 @@ import linecache
 from dataclasses import dataclass
 
 from stage2_symbolic_vm.errors import BREAK_KINDS, BreakKind, Unsupported
+from stage3_guards import CompileError
 
 # Why a frame with a break runs eagerly (its callees are still compiled).
 FRAME_KINDS = {
@@ -34,7 +35,8 @@ FRAME_KINDS = {
     ),
     "unreconstructable_value": BreakKind(
         "a value live at the break (on the stack or in a local variable) exists only inside the "
-        "trace and cannot be rebuilt in Python (a function made in the trace, an iterator, ...)",
+        "trace and cannot be rebuilt in Python (a generator part-way through, a closure of a "
+        "function the VM inlined, an iterator over values computed on the fly ...)",
         "keep tensors, numbers and lists/tuples/dicts of them in variables across the break",
     ),
 }
@@ -93,7 +95,7 @@ def frame_runs_eagerly(kind: str, reason: str, cause: GraphBreak) -> GraphBreak:
     return GraphBreak(kind, text, cause.function, cause.filename, cause.lineno, eager_frame=True)
 
 
-class GraphBreakError(RuntimeError):
+class GraphBreakError(CompileError):
     """`fullgraph=True` and the function has a graph break: say which, where, and why."""
 
     def __init__(self, graph_break: GraphBreak):

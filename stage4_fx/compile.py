@@ -48,7 +48,6 @@ class CompileOptions:
     caches: dict = field(default_factory=dict)  # code -> stage-3 FrameCache
     frames: list[CompiledFrame] = field(default_factory=list)
     breaks: list[GraphBreak] = field(default_factory=list)
-    pending: Exception | None = None  # raised to the caller by the callback (fullgraph, backend)
     entry_codes: set = field(default_factory=set)  # compiled even if in a library
 
     def __post_init__(self):
@@ -91,11 +90,7 @@ def make_callback(options: CompileOptions):
                 return None
             convert = functools.partial(convert_frame, options=options)
             cache = options.caches[frame.code] = FrameCache(frame.code, convert)
-        replacement = cache.lookup(frame)
-        if options.pending is not None:  # the cache ran the frame eagerly; we must raise instead
-            error, options.pending = options.pending, None
-            raise error
-        return replacement
+        return cache.lookup(frame)
 
     return callback
 

@@ -38,11 +38,11 @@ import stage2_symbolic_vm.vm as vm
 from stage1_eval_frame import call_unhooked, skip_code
 from stage2_symbolic_vm import variables
 from stage2_symbolic_vm.errors import CannotReconstruct, Unsupported
-from stage2_symbolic_vm.iterators import ListIteratorVariable
+from stage2_symbolic_vm.iterators import IteratorVariable
 from stage2_symbolic_vm.sources import LocalSource
 from stage2_symbolic_vm.trace import Trace
 from stage2_symbolic_vm.variables import LazyVariable, NullVariable
-from stage3_guards import GuardError, GuardFunction, build_guards, compile_guards
+from stage3_guards import CompileError, GuardError, GuardFunction, build_guards, compile_guards
 from stage3_guards.replay import argument_names
 
 from . import breaks
@@ -156,7 +156,7 @@ def convert_frame(frame, options) -> CompiledFrame:
     any other error (a bug of ours) after recording it, for explain() and the logs."""
     try:
         return convert_frame_or_raise(frame, options)
-    except (Unsupported, GuardError, BackendCompilerFailed, breaks.GraphBreakError):
+    except (Unsupported, GuardError, CompileError):
         raise
     except Exception as error:
         cause = breaks.GraphBreak(
@@ -196,8 +196,7 @@ def convert_break(frame, options, error, visits) -> CompiledFrame:
         options.record_break(code, dataclasses.replace(graph_break, eager_frame=True))
         raise error
     if options.fullgraph:  # the cache will run the frame eagerly; the callback raises this instead
-        options.pending = breaks.GraphBreakError(graph_break)
-        raise options.pending
+        raise breaks.GraphBreakError(graph_break)
     if len(error.frames) > 1:
         error = stop_at_root(frame, error, visits)
     try:
@@ -253,8 +252,7 @@ def install_compiled_graph(frame, options, captured: CapturedGraph) -> str:
         compiled = options.backend(captured.gm, example_inputs)
     except Exception as error:  # the cache would run the frame eagerly; the callback raises this
         where = f"{frame.code.co_qualname} ({frame.code.co_filename}:{frame.code.co_firstlineno})"
-        options.pending = BackendCompilerFailed(options.backend, error, where)
-        raise options.pending from error
+        raise BackendCompilerFailed(options.backend, error, where) from error
     name = f"__compiled_fn_{next(_serial)}"
     # The graph must not be traced again: run it with the hook off.
     frame.globals[name] = functools.partial(call_unhooked, compiled)
@@ -345,7 +343,9 @@ def slot_kinds(prefix, state, live) -> tuple[str, ...]:
     for var in prefix:
         if isinstance(var, NullVariable):
             kinds.append(NULL)
-        elif isinstance(var, ListIteratorVariable) and sum(v is var for v in held) == 1:
+        elif isinstance(var, IteratorVariable) and var.remaining() is not None and (
+            sum(v is var for v in held) == 1
+        ):
             kinds.append(ITERATOR)
         else:
             kinds.append(VALUE)

@@ -284,3 +284,24 @@ def test_a_frame_that_raises_runs_eagerly_and_says_so():
         compiled(torch.ones(3))
     (record,) = compiled.options.breaks
     assert record.kind == "eager_error" and record.eager_frame and "RuntimeError" in record.reason
+
+
+def test_fullgraph_and_backend_errors_are_raised_on_every_call(monkeypatch):
+    monkeypatch.setattr(stage3_guards.config, "strict", False)  # they are not compiler bugs
+
+    def f(x):
+        print(end="")
+        return x + 1
+
+    compiled = stage4_fx.compile(f, fullgraph=True)
+    for _ in range(2):
+        with pytest.raises(stage4_fx.GraphBreakError, match="print"):
+            compiled(torch.ones(2))
+
+    def broken(gm, example_inputs):
+        raise ValueError("this backend fails")
+
+    compiled = stage4_fx.compile(lambda x: x + 1, backend=broken)
+    for _ in range(2):
+        with pytest.raises(stage4_fx.BackendCompilerFailed, match="this backend fails"):
+            compiled(torch.ones(2))
