@@ -31,8 +31,11 @@ from .builtins_table import (
 from .containers import DictVariable, ListVariable, SetVariable, TupleVariable
 from .errors import Unsupported
 from .functions import (
+    GRAD_MODES,
     TORCH_CONSTANT_CLASSES,
     TORCH_MODULES,
+    GradModeClassVariable,
+    GradModeVariable,
     NNModuleVariable,
     PartialVariable,
     TorchVariable,
@@ -107,6 +110,12 @@ def wrap_new(tx, value, source):
     if type(value) in (set, frozenset):
         assume("constant")
         return SetVariable([ConstantVariable(v) for v in value], source, type(value))
+    if isinstance(value, type) and value in GRAD_MODES:
+        assume("id")
+        return GradModeClassVariable(value, source)
+    if GRAD_MODES.get(type(value)) is not None:  # a `torch.no_grad()` made before the call
+        assume("type")
+        return GradModeVariable(type(value), GRAD_MODES[type(value)], source)
     if isinstance(value, types.FunctionType) and (
         is_torch_function(value) or torch_query(value) is not None
     ):  # `F.leaky_relu` is recorded, `torch.manual_seed` answered (or refused): not inlined

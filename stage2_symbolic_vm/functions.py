@@ -229,7 +229,7 @@ TORCH_QUERIES = {
     torch.jit.is_scripting: lambda tx: ConstantVariable(False),
     torch.jit.is_tracing: lambda tx: ConstantVariable(False),
     torch.compiler.is_exporting: lambda tx: ConstantVariable(False),
-    torch.is_grad_enabled: lambda tx: tx.global_state("grad_mode", torch.is_grad_enabled()),
+    torch.is_grad_enabled: lambda tx: tx.global_state("grad_mode", tx.root().grad_enabled),
     torch.is_inference_mode_enabled: lambda tx: tx.global_state(
         "grad_mode", torch.is_inference_mode_enabled()
     ),
@@ -340,6 +340,69 @@ class TorchVariable(Variable):
 
     def __repr__(self):
         return f"TorchVariable({getattr(self.value, '__name__', self.value)})"
+
+
+# Grad-mode context managers: the class, and the mode it sets (None: set_grad_enabled's
+# argument). torch/_dynamo/variables/ctx_manager.py has GradModeVariable too.
+GRAD_MODES = {torch.no_grad: False, torch.enable_grad: True, torch.set_grad_enabled: None}
+
+
+class GradModeClassVariable(Variable):
+    """`torch.no_grad`, `torch.enable_grad`, `torch.set_grad_enabled`: calling one makes a
+    GradModeVariable (`set_grad_enabled(False)` sets the mode at once, as torch's does)."""
+
+    def __init__(self, cls, source=None):
+        self.cls, self.source = cls, source
+
+    def python_type(self):
+        return type(self.cls)
+
+    def identity(self):
+        return self.cls
+
+    def call(self, tx, args, kwargs):
+        mode = GRAD_MODES[self.cls]
+        if mode is not None:
+            return GradModeVariable(self.cls, mode)
+        (enabled,) = constant_args(args, kwargs)[0] or list(kwargs.values())
+        manager = GradModeVariable(self.cls, bool(enabled))
+        manager.enter(tx)  # set_grad_enabled(False) works as a plain call, without `with`
+        return manager
+
+
+class GradModeVariable(Variable):
+    """A grad-mode context manager. Entering and leaving it change the mode the trace
+    records ops under (`tx.grad_enabled`), and record `torch._C._set_grad_enabled(mode)` in
+    the graph, so that the graph switches the mode at the same points eager does."""
+
+    def __init__(self, cls, enabled, source=None):
+        self.cls, self.enabled, self.source = cls, enabled, source
+        self.previous = None
+
+    def python_type(self):
+        return self.cls
+
+    def enter(self, tx):
+        if self.previous is None:
+            self.previous = tx.set_grad_mode(self.enabled)
+
+    def get_attr(self, tx, name):
+        if name in ("__enter__", "__exit__", "clone"):
+            return BoundMethodVariable(self, name)
+        if name == "__class__":
+            return GradModeClassVariable(self.cls, attr_of(self.source, "__class__"))
+        return super().get_attr(tx, name)
+
+    def call_method(self, tx, name, args, kwargs):
+        if name == "__enter__":
+            self.enter(tx)
+            return ConstantVariable(None)
+        if name == "__exit__":
+            tx.set_grad_mode(self.previous)
+            return ConstantVariable(False)  # an exception goes on
+        if name == "clone":  # the decorator form (`@torch.no_grad()`) enters a fresh clone
+            return GradModeVariable(self.cls, self.enabled)
+        return super().call_method(tx, name, args, kwargs)
 
 
 class NNModuleVariable(Variable):

@@ -58,7 +58,10 @@ def op_name(target) -> str:
 
 def changes_state(target, kwargs) -> bool:
     """An op a backend must run, in program order, even if its result is unused: one that
-    changes a tensor in place (`x.add_(1)`, `out=`, `inplace=True`), or draws random numbers."""
+    changes a tensor in place (`x.add_(1)`, `out=`, `inplace=True`), draws random numbers, or
+    switches grad mode."""
+    if target is torch._C._set_grad_enabled:  # `with torch.no_grad()` in the graph
+        return True
     name = op_name(target)
     return name in RANDOM_OPS or in_place(target, name) or "out" in kwargs or kwargs.get("inplace")
 
@@ -216,7 +219,8 @@ def record_call(tx, target, args: list, kwargs: dict):
         "cuda",
     ):  # a meta tensor cannot move; the copy below stands for the moved tensor
         target, meta_args = "clone", meta_args[:1]
-    result = run_on_meta(target, meta_args, meta_kwargs, shown)
+    with torch.set_grad_enabled(tx.root().grad_enabled):  # the mode of a `with no_grad()`
+        result = run_on_meta(target, meta_args, meta_kwargs, shown)
     if name == "setitem":  # `x[i] = v` returns None; what it produces is the changed `x`
         result = meta_args[0]
     if not tensors_in_meta(result):

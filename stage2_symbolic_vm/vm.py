@@ -22,6 +22,8 @@ import sys
 import types
 from dataclasses import dataclass, field
 
+import torch
+
 from stage1_eval_frame.logs import get_logger
 
 from . import builder, operators, tensor_ops
@@ -176,6 +178,7 @@ class InstructionTranslator:
         self.yielded = None  # a generator's frame pauses at `yield` with the value here
         self.done = False
         self.handled: list = []  # the exceptions being handled (`except` blocks entered)
+        self.grad_enabled = parent.root().grad_enabled if parent else torch.is_grad_enabled()
 
     # --- the interpreter loop -------------------------------------------------------------
 
@@ -291,6 +294,17 @@ class InstructionTranslator:
                 contents = None
             self.outside_cells[id(cell)] = (cell, CellVariable(contents, source))
         return self.outside_cells[id(cell)][1]
+
+    def set_grad_mode(self, enabled: bool) -> bool:
+        """Switch grad mode inside the trace (a `with torch.no_grad()`): the graph records the
+        switch, later ops are recorded under the new mode. Returns the previous mode."""
+        root = self.root()
+        previous, root.grad_enabled = root.grad_enabled, enabled
+        self.trace.assume("grad_mode")  # the mode on entry, which the first switch relies on
+        self.trace.add_node(
+            "call_function", torch._C._set_grad_enabled, (enabled,), lineno=self.lineno
+        )
+        return previous
 
     def global_state(self, kind: str, value):
         """A fact about the process the code asked for (`torch.is_grad_enabled()`): guarded."""
@@ -838,6 +852,22 @@ class InstructionTranslator:
 
     def RERAISE(self, inst):
         raise ObservedException(self.pop().exception)
+
+    # --- `with` blocks: the manager's own __enter__ and __exit__ run in the VM ---------------
+
+    def BEFORE_WITH(self, inst):
+        manager = self.pop()
+        exit_ = manager.get_attr(self, "__exit__")
+        self.push(exit_)
+        self.push(manager.get_attr(self, "__enter__").call(self, [], {}))
+
+    def WITH_EXCEPT_START(self, inst):
+        # an exception leaves the block: __exit__(type, value, traceback) says whether to
+        # swallow it; the stack is [__exit__, lasti, previous exception, exception]
+        exception = self.stack[-1]
+        kind = self.wrap(type(exception.exception), None)
+        args = [kind, exception, ConstantVariable(None)]
+        self.push(self.stack[-4].call(self, args, {}))
 
 
 def real_opnames() -> set[str]:

@@ -121,6 +121,25 @@ def catches(x, d):
     return x * y
 
 
+class Suppress:
+    """A context manager that swallows KeyError."""
+
+    def __enter__(self):
+        return 2
+
+    def __exit__(self, kind, value, traceback):
+        return kind is KeyError
+
+
+def withs(x):
+    with torch.no_grad():
+        y = x * 2
+    with Suppress() as k:
+        y = y * k
+        {}["missing"]
+    return y
+
+
 def returns_none(x):
     x.sum()
     return None
@@ -224,6 +243,7 @@ EXAMPLES = [
     (unbound_then_bound, (X, 1), None),
     (try_block, (X,), None),
     (catches, (X, {"k": 1}), None),
+    (withs, (X,), None),
     (returns_none, (X,), None),
     (Child().forward, (X,), None),
     (many_locals_source(), (X,), None),

@@ -547,7 +547,7 @@ def break_in_try(a):
     return y
 
 
-@case(T, graphs=0, breaks=2)
+@case(T, graphs=0, breaks=1)
 def break_in_with(a):
     with torch.no_grad():
         y = a * 2

@@ -1745,7 +1745,6 @@ def test_integer_bit_operators():
 # --- context managers --------------------------------------------------------------------------
 
 
-@xfail("`with torch.no_grad():` has no handler (BEFORE_WITH): the whole frame runs eagerly")
 def test_with_no_grad_block():
     def fn(x, w):
         with torch.no_grad():
@@ -1755,7 +1754,6 @@ def test_with_no_grad_block():
     check(fn, X, torch.ones(3, requires_grad=True))
 
 
-@xfail("`with` on a user context manager has no handler (BEFORE_WITH): the frame runs eagerly")
 def test_with_user_context_manager():
     class Recording:
         def __init__(self):
