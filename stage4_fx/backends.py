@@ -8,13 +8,17 @@ backends (`"inductor"`, `"aot_eager"`) are found through torch's registry, so
 they work here unchanged. torch/_dynamo/backends/registry.py is the original.
 """
 
+import importlib.metadata
 from collections.abc import Callable
 
 import torch
 
+from stage1_eval_frame.logs import get_logger
+
 from stage3_guards import CompileError
 
 _BACKENDS: dict[str, Callable] = {}
+log = get_logger("graph")
 
 
 def register_backend(compiler_fn: Callable | None = None, *, name: str | None = None):
@@ -32,21 +36,32 @@ def register_backend(compiler_fn: Callable | None = None, *, name: str | None = 
     return register if compiler_fn is None else register(compiler_fn)
 
 
+def _entry_points() -> dict:
+    """Backends installed packages declare (`minidynamo.backends`): the inductors of stages 5
+    and 6 are found by name this way, without stage 4 importing them (the layering rule)."""
+    return {ep.name: ep for ep in importlib.metadata.entry_points(group="minidynamo.backends")}
+
+
 def list_backends() -> list[str]:
-    """Our registered backends (torch's own are reachable by name too, see `lookup_backend`)."""
-    return sorted(_BACKENDS)
+    """Our backends: registered, or declared by an installed package (torch's own are
+    reachable by name too, see `lookup_backend`)."""
+    return sorted(set(_BACKENDS) | set(_entry_points()))
 
 
 def lookup_backend(backend) -> Callable:
-    """A backend from a name or a callable; unknown names are looked up in torch's registry."""
+    """A backend from a name or a callable: ours first, then torch's registry."""
     if callable(backend):
         return backend
     if not isinstance(backend, str):
         raise TypeError(f"backend must be a name or a callable, not {backend!r}")
+    if backend not in _BACKENDS and backend in (entry_points := _entry_points()):
+        _BACKENDS[backend] = entry_points[backend].load()
     if backend in _BACKENDS:
         return _BACKENDS[backend]
     try:
-        return torch._dynamo.lookup_backend(backend)
+        found = torch._dynamo.lookup_backend(backend)
+        log.info("backend %r is torch's own, not minidynamo's", backend)
+        return found
     except Exception as error:  # torch raises InvalidBackend (its own class) for unknown names
         raise ValueError(
             f"unknown backend {backend!r}: ours are {list_backends()}, and torch does not know it "
