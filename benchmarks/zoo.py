@@ -90,7 +90,8 @@ class ResNet(nn.Module):
 
 def resnet18(size="tiny"):
     width, _, batch, side = SIZES[size]
-    model = ResNet(width=width // 2 if size == "tiny" else 64, num_classes=10 if size == "tiny" else 1000)
+    tiny = size == "tiny"
+    model = ResNet(width=width // 2 if tiny else 64, num_classes=10 if tiny else 1000)
     _randomize_batch_norm(model)
     return model.eval(), (torch.randn(batch, 3, side * 2, side * 2),)
 

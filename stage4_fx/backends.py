@@ -14,7 +14,6 @@ from collections.abc import Callable
 import torch
 
 from stage1_eval_frame.logs import get_logger
-
 from stage3_guards import CompileError
 
 _BACKENDS: dict[str, Callable] = {}

@@ -343,8 +343,10 @@ def slot_kinds(prefix, state, live) -> tuple[str, ...]:
     for var in prefix:
         if isinstance(var, NullVariable):
             kinds.append(NULL)
-        elif isinstance(var, IteratorVariable) and var.remaining() is not None and (
-            sum(v is var for v in held) == 1
+        elif (
+            isinstance(var, IteratorVariable)
+            and var.remaining() is not None
+            and (sum(v is var for v in held) == 1)
         ):
             kinds.append(ITERATOR)
         else:

@@ -6,13 +6,14 @@ cache (cache.py) -> a Python wrapper that calls the kernels (wrapper.py).
 The compiled code is specialised to the inputs' sizes, strides and dtypes (and the
 values of Python-number inputs); a call with different ones compiles another
 specialisation. Graphs the kernels cannot run are run by torch, whole: graphs that
-mutate their inputs, that need autograd, or whose tensors are not on the CPU.
+write into their inputs (or into tensors that others see), that need autograd, that
+run under autocast, or whose tensors are not on the CPU. Each such reason is logged
+once and kept in `CompiledGraph.torch_reasons`.
 """
 
 import ctypes
 import dataclasses
 import logging
-import operator
 
 import torch
 import torch.fx
@@ -22,34 +23,11 @@ from stage1_eval_frame.logs import get_logger
 from . import cache
 from .codegen_cpp import PRELUDE, CppKernel
 from .graph import EagerOnly, GraphLowering
+from .ir import ExternKernel
 from .scheduler import FusedKernel, Scheduler
 from .wrapper import WrapperCode
 
 log = get_logger("kernels")
-
-IN_PLACE_OPERATORS = {
-    operator.iadd, operator.isub, operator.imul, operator.itruediv, operator.ifloordiv,
-    operator.imod, operator.ipow, operator.iand, operator.ior, operator.ixor, operator.setitem,
-}  # fmt: skip
-
-
-# operator.and_ & co. end with "_" but do not mutate
-OPERATORS = {f for f in vars(operator).values() if callable(f)} - IN_PLACE_OPERATORS
-
-
-def mutation_in(gm: torch.fx.GraphModule) -> str | None:
-    """Why the graph may write to a tensor (our buffers are never aliased), or None."""
-    for node in gm.graph.nodes:
-        name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
-        if node.op in ("call_function", "call_method") and (
-            node.target in IN_PLACE_OPERATORS
-            or (name.endswith("_") and not name.startswith("_") and node.target not in OPERATORS)
-            or "out" in node.kwargs
-        ):
-            return f"{node.name} ({name}) writes to a tensor in place"
-        if node.op == "call_module" and getattr(gm.get_submodule(node.target), "inplace", False):
-            return f"{node.name} is an in-place module"
-    return None
 
 
 @dataclasses.dataclass
@@ -62,10 +40,14 @@ class CompiledCode:
     call: object
     path: object = None  # where the compiled kernels are (a library here, a module in stage 6)
     prelude: str = PRELUDE  # the helpers every source starts with
+    extern_names: tuple[str, ...] = ()  # the ops that call torch (`matmul`, `cumsum`)
+    torch_reason: str | None = None  # why the graph runs in torch instead, if it does
 
     @property
     def code(self) -> str:
         """The whole output code, as inductor prints it: wrapper first, then the kernels."""
+        if self.torch_reason:
+            return self.wrapper_source
         kernels = self.source.removeprefix(self.prelude).strip()
         return f"# {self.path}\n{self.wrapper_source}\n'''\n{kernels}\n'''\n"
 
@@ -89,20 +71,27 @@ class CompiledGraph:
         self.gm = gm
         self.specializations: dict = {}
         self.last: CompiledCode | None = None
-        self.whole_graph_reason = mutation_in(gm)
-        if self.whole_graph_reason:
-            log.info("running the graph in torch: %s", self.whole_graph_reason)
-        else:
-            self.specialize(list(example_inputs))
+        self.torch_reasons: list[str] = []  # why calls ran in torch, not in our kernels
+        self.specialize(list(example_inputs))
+
+    def ran_in_torch(self, reason: str):
+        """Say why the graph runs in torch: once per reason, in the log and `torch_reasons`."""
+        if reason not in self.torch_reasons:
+            self.torch_reasons.append(reason)
+            log.info("running the graph in torch: %s", reason)
 
     def eager_reason(self, args) -> str | None:
-        if self.whole_graph_reason:
-            return self.whole_graph_reason
+        """Why these arguments cannot run the kernels (checked on every call), or None."""
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
         if reason := self.device_reason(tensors):
             return reason
         if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
             return "autograd needs the graph (the kernels have no backward)"
+        # Autocast picks each op's dtype as it runs (a bfloat16 matmul, a float32 sum);
+        # kernels compiled for float32 would read its results as float32.
+        for device in sorted({t.device.type for t in tensors} or {"cpu"}):
+            if torch.is_autocast_enabled(device):
+                return f"autocast is on for {device}: torch picks each op's dtype as it runs"
         return None
 
     def device_reason(self, tensors) -> str | None:
@@ -115,15 +104,20 @@ class CompiledGraph:
         """One specialisation's code; stage 6 overrides this to write Triton instead."""
         return compile_graph(gm, args)
 
-    def specialize(self, args):
-        if self.eager_reason(args):
+    def specialize(self, args) -> CompiledCode | None:
+        """The code for these arguments (compiled now if new), or None to run them in torch."""
+        if reason := self.eager_reason(args):
+            self.ran_in_torch(reason)
             return None
         key = specialization_key(args)
         if key is None:
+            self.ran_in_torch("an argument is neither a tensor nor a Python number")
             return None
         if key not in self.specializations:
             self.specializations[key] = self.compile_graph(self.gm, args)
         self.last = self.specializations[key]
+        if self.last.torch_reason:
+            self.ran_in_torch(self.last.torch_reason)
         return self.last
 
     def __call__(self, *args):
@@ -135,7 +129,9 @@ class CompiledGraph:
     @property
     def code(self) -> str:
         """The output code of the latest specialisation (what `MINIDYNAMO_LOGS=kernels` prints)."""
-        return self.last.code if self.last else "# the graph runs in torch"
+        if self.last:
+            return self.last.code
+        return "\n".join(f"# the graph runs in torch: {reason}" for reason in self.torch_reasons)
 
 
 def compile_fx(gm: torch.fx.GraphModule, example_inputs) -> CompiledGraph:
@@ -144,8 +140,11 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs) -> CompiledGraph:
 
 
 def runs_in_torch(gm: torch.fx.GraphModule, reason) -> CompiledCode:
-    log.info("running the graph in torch: %s", reason)
-    return CompiledCode("", f"# the graph runs in torch: {reason}", [], lambda args: gm(*args))
+    """A specialisation that calls the graph module: `CompiledGraph` logs the reason."""
+    return CompiledCode(
+        "", f"# the graph runs in torch: {reason}", [], lambda args: gm(*args),
+        torch_reason=str(reason),
+    )  # fmt: skip
 
 
 def write_cpp(kernels: list[FusedKernel], dtypes) -> tuple[str, dict[str, list[str]]]:
@@ -208,8 +207,10 @@ def compile_graph(
         loaded, path = load(source, params)
         code.namespace.update(loaded)
     exec(compile(wrapper_source, f"<minidynamo wrapper {id(graph)}>", "exec"), code.namespace)
+    externs = tuple(b.op_name for b in graph.buffers if isinstance(b, ExternKernel))
     compiled = CompiledCode(
-        source, wrapper_source, [k.name for k in kernels], code.namespace["call"], path, prelude
-    )
+        source, wrapper_source, [k.name for k in kernels], code.namespace["call"], path, prelude,
+        externs,
+    )  # fmt: skip
     log.info("output code:\n%s", compiled.code)
     return compiled

@@ -105,7 +105,7 @@ class CppOverrides:
         if dtype == torch.float32:
             exact = torch.tensor(value, dtype=torch.float32).item() == value
             text = f"{text}f" if exact else f"static_cast<float>({text})"
-        return f"({text})" if value < 0 else text
+        return f"({text})" if math.copysign(1.0, value) < 0 else text  # -0.0 too: `-(-0.0f)`
 
     @classmethod
     def to_dtype(cls, x, dtype: torch.dtype) -> str:

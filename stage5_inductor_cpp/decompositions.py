@@ -26,7 +26,7 @@ def sigmoid(graph, out, x):
 
 
 @register("silu")
-def silu(graph, out, x, inplace=False):
+def silu(graph, out, x):
     return make_pointwise(lambda v: ops.mul(v, ops.sigmoid(v)), x, dtype=out.dtype)
 
 
@@ -78,12 +78,12 @@ def clamp_max(graph, out, x, max):
 
 
 @register("hardtanh")
-def hardtanh(graph, out, x, min_val=-1.0, max_val=1.0, inplace=False):
+def hardtanh(graph, out, x, min_val=-1.0, max_val=1.0):
     return clamp(graph, out, x, min_val, max_val)
 
 
 @register("leaky_relu")
-def leaky_relu(graph, out, x, negative_slope=0.01, inplace=False):
+def leaky_relu(graph, out, x, negative_slope=0.01):
     def fn(v):
         zero = ops.constant(0, out.dtype)
         return ops.where(ops.gt(v, zero), v, ops.mul(v, ops.constant(negative_slope, out.dtype)))
@@ -210,7 +210,7 @@ def layer_norm(graph, out, x, normalized_shape, weight=None, bias=None, eps=1e-5
 
 
 @register("dropout")
-def dropout(graph, out, x, p=0.5, training=True, inplace=False):
+def dropout(graph, out, x, p=0.5, training=True):
     if training and p > 0:
         raise Fallback("dropout in training mode draws random numbers")
     return x

@@ -1,13 +1,14 @@
 """Lowering a whole FX graph, node by node (inductor's graph.py).
 
-Each call node goes through `LOWERINGS`, or becomes an `ExternKernel` that calls
-torch. The result's dtype comes from torch itself, by running the op on
-one-element stand-ins of the inputs; shapes come from the lowerings. An extern's
-layout comes from running it on meta tensors, which also raises exactly the error
-eager would raise for a bad graph.
+First the graph runs on meta tensors (meta_run.py): eager's verdict (a bad graph
+runs in torch, which raises its error), its strides, and which calls write into
+tensors, computed out of place where that is safe (functionalize.py). Then each call
+node goes through `LOWERINGS`, or becomes an `ExternKernel` that calls torch. The
+result's dtype comes from torch itself, by running the op on one-element stand-ins of
+the inputs; shapes come from the lowerings. An extern's layout comes from running it
+on meta tensors with our layouts. Outputs land with eager's strides (layouts.py).
 """
 
-import copy
 import dataclasses
 import operator
 import warnings
@@ -17,8 +18,10 @@ import torch.fx
 import torch.utils._pytree as pytree
 
 from stage1_eval_frame.logs import get_logger
+from stage3_guards import config
 
-from . import decompositions, views  # noqa: F401  (they register lowerings)
+from . import decompositions, layouts, views  # noqa: F401  (decompositions, views: lowerings)
+from .functionalize import Functionalization, OutOfPlace, without_inplace
 from .ir import (
     BufferView,
     ComputedBuffer,
@@ -29,7 +32,16 @@ from .ir import (
     Reduction,
     contiguous_strides,
 )
-from .lowering import LOWERINGS, SAME_DTYPE, SUPPORTED_DTYPES, Fallback, is_tensor
+from .lowering import (
+    LOWERINGS,
+    SAME_DTYPE,
+    SUPPORTED_DTYPES,
+    EagerOnly,
+    Fallback,
+    is_tensor,
+    make_pointwise,
+)
+from .meta_run import MetaRun, attribute, run_on_meta, storage_id, tensors_in
 
 log = get_logger("kernels")
 
@@ -51,9 +63,8 @@ class ExternValue:
     meta: object  # the result on meta tensors, for the externs that consume it
 
 
-class EagerOnly(Exception):
-    """Run the graph in torch: eager rejects it (and must raise its own error, in order),
-    or torch has no meta function for one of its ops."""
+class LoweringError(Exception):
+    """A bug of ours: a lowering disagrees with torch on a graph that torch accepts."""
 
 
 def _to_meta(value):
@@ -80,6 +91,16 @@ def _has_tensor(value) -> bool:
     return any(isinstance(v, torch.Tensor) for v in pytree.tree_leaves(value))
 
 
+def named_device(name: str, args, kwargs) -> torch.device | None:
+    """The device a call says it puts its result on (`x.cuda()`, `x.to("cpu")`, `device=`)."""
+    if name in ("cpu", "cuda"):
+        return torch.device(name)
+    named = [kwargs.get("device")]
+    if name == "to":
+        named += [a for a in args if isinstance(a, (str, torch.device))]
+    return next((torch.device(d) for d in named if d is not None), None)
+
+
 def broadcasts_to(shape, target) -> bool:
     """Whether `shape` broadcasts to `target` without growing it."""
     if len(shape) > len(target):
@@ -98,31 +119,40 @@ class GraphLowering:
         self.buffers: list[ComputedBuffer | ExternKernel] = []
         self.outputs = None
         self.current_target = None  # the name of the op being lowered (`"view"`, `"sum"`)
+        self.meta: MetaRun | None = None  # the graph on meta tensors: eager's answers
+        self.out_of_place: dict[torch.fx.Node, OutOfPlace] = {}  # the nodes that write
+        tensors = [a for a in example_inputs if isinstance(a, torch.Tensor)]
+        self.device = tensors[0].device if tensors else torch.device("cpu")  # the kernels' device
 
     def new_name(self) -> str:
         return f"buf{len(self.buffers)}"
 
-    def add_buffer(self, data: Pointwise | Reduction) -> BufferView:
-        layout = Layout(data.ranges, contiguous_strides(data.ranges), data.dtype)
+    def add_buffer(self, data: Pointwise | Reduction, stride=None) -> BufferView:
+        layout = Layout(data.ranges, stride or contiguous_strides(data.ranges), data.dtype)
         buffer = ComputedBuffer(self.new_name(), layout, data)
         self.buffers.append(buffer)
         return BufferView(buffer, layout)
 
-    def realize(self, value) -> BufferView:
-        return value if isinstance(value, BufferView) else self.add_buffer(value)
+    def realize(self, value, stride=None) -> BufferView:
+        return value if isinstance(value, BufferView) else self.add_buffer(value, stride)
 
     def run(self) -> "GraphLowering":
+        self.meta = run_on_meta(self.gm, self.example_inputs)
+        resolve = lambda node: self.resolve(node.op, node.target)  # noqa: E731
+        self.out_of_place = Functionalization(self.gm, self.meta, resolve).forms()
         env = {}
         for node in self.gm.graph.nodes:
-            args = torch.fx.node.map_arg(node.args, env.__getitem__)
-            kwargs = torch.fx.node.map_arg(node.kwargs, env.__getitem__)
             if node.op == "placeholder":
                 env[node] = self.input(self.example_inputs[len(self.inputs)])
             elif node.op == "get_attr":
-                env[node] = self.constant(self.gm_attr(node.target))
+                env[node] = self.constant(attribute(self.gm, node.target))
             elif node.op == "output":
-                self.outputs = self.output(args[0])
+                self.outputs = self.output(layouts.land_outputs(self, node, env))
+            elif node in self.out_of_place:
+                self.lower_out_of_place(node, env)
             else:
+                layouts.land_view_bases(self, node, env)
+                args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), env.__getitem__)
                 env[node] = self.lower_node(node, args, kwargs)
         return self
 
@@ -138,15 +168,10 @@ class GraphLowering:
         if not isinstance(value, torch.Tensor):
             return value
         name = f"const{len(self.constants)}"
+        self.check_device(value, f"the constant {name}")
         self.constants[name] = value
         layout = Layout(tuple(value.shape), tuple(value.stride()), value.dtype)
         return BufferView(InputBuffer(name, layout), layout)
-
-    def gm_attr(self, target):
-        value = self.gm
-        for part in target.split("."):
-            value = getattr(value, part)
-        return value
 
     def output(self, value):
         if isinstance(value, Pointwise):
@@ -158,26 +183,53 @@ class GraphLowering:
             return {k: self.output(v) for k, v in value.items()}
         return value
 
-    def resolve(self, node):
+    def resolve(self, op: str, target):
         """The callable behind a call node (a Tensor method for `call_method`)."""
-        if node.op == "call_method":
-            return getattr(torch.Tensor, node.target)
-        if node.op == "call_module":
-            return self.gm_attr(node.target)
-        return node.target
+        if op == "call_method":
+            return getattr(torch.Tensor, target)
+        if op == "call_module":
+            return attribute(self.gm, target)
+        return target
 
     def lower_node(self, node, args, kwargs):
-        target = self.resolve(node)
-        if node.op != "call_module" and not any(map(_is_ir, pytree.tree_leaves((args, kwargs)))):
+        if (addmm := self.bias_add(node, args, kwargs)) is not None:
+            return addmm
+        return self.lower_call(node, node.op, node.target, args, kwargs, len(node.users))
+
+    def lower_out_of_place(self, node, env):
+        """An in-place node, computed out of place: its result is the written tensor's new
+        value, for the readers after it (earlier readers keep the old one, as in eager)."""
+        form = self.out_of_place[node]
+        args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), env.__getitem__)
+        value = self.lower_call(node, form.op, form.target, args, kwargs, form.users)
+        want = self.meta.snapshots[node]  # the written tensor, after the write
+        if is_tensor(value) and value.dtype != want.dtype:  # `x.add_(y)` keeps x's dtype
+            if not torch.can_cast(value.dtype, want.dtype):  # which meta functions may not check
+                raise EagerOnly(f"{node.name}: torch cannot write {value.dtype} into {want.dtype}")
+            value = make_pointwise(lambda v: v, value, dtype=want.dtype, compute=value.dtype)
+        if not is_tensor(value) or tuple(value.ranges) != want.size:
+            self.internal_error(f"{node.name} out of place gives {value}, eager {want}")
+        for same in form.rebinds:  # they stand for the tensor as written from now on
+            env[same] = value
+            self.meta.snapshots[same] = want
+        env[node] = value if isinstance(self.meta.values[node], torch.Tensor) else None
+
+    def lower_call(self, node, op: str, key, args, kwargs, users: int):
+        """Lower the call `op`/`key` (`node`'s, or its out-of-place form) to IR or an extern."""
+        target = self.resolve(op, key)
+        args, kwargs = without_inplace(target, args, kwargs)
+        if op != "call_module" and not any(map(_is_ir, pytree.tree_leaves((args, kwargs)))):
             result = target(*args, **kwargs)  # shape arithmetic (`x.size(0) * 2`): known now
             if not _has_tensor(result):
                 return result
-        if (addmm := self.bias_add(node, args, kwargs)) is not None:
-            return addmm
-        lowering = LOWERINGS.get(node.target) if node.op != "call_module" else None
-        self.current_target = (
-            node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
-        )
+            self.check_device(result, node.name)  # a factory: `torch.ones(3, device="cuda")`
+        lowering = LOWERINGS.get(key) if op != "call_module" else None
+        self.current_target = key if isinstance(key, str) else getattr(key, "__name__", "")
+        device = named_device(self.current_target, args, kwargs)
+        if device is not None and not (
+            device.type == self.device.type and device.index in (None, self.device.index)
+        ):
+            raise EagerOnly(f"{node.name} moves a tensor to {device}, off the kernels' device")
         try:
             if lowering is None:
                 raise Fallback("no lowering")
@@ -185,25 +237,48 @@ class GraphLowering:
             value = lowering(self, out, *args, **kwargs)
             if is_tensor(value) and value.dtype != out.dtype:
                 raise Fallback(f"lowering gave {value.dtype}, torch gives {out.dtype}")
-            return self.maybe_realize(node, value)
-        # An error here is eager's error (a bad shape) or a case the lowering does not
-        # handle: the extern decides (its meta run fails on a graph that eager rejects).
-        except (Fallback, TypeError, RuntimeError, IndexError, ValueError) as error:
-            log.info(
-                "extern %s (%s): %s: %s",
+            return self.maybe_realize(node, value, users)
+        except Fallback as error:
+            log.info("extern %s (%s): %s", node.name, self.current_target, error)
+            return self.extern(node, op, target, args, kwargs)
+        # Eager's own error (then the extern's meta run raises it too: EagerOnly), or a bug
+        # of the lowering, which calls torch instead and says so (strict mode raises).
+        except (TypeError, RuntimeError, IndexError, ValueError) as error:
+            value = self.extern(node, op, target, args, kwargs)
+            if config.strict:
+                raise LoweringError(
+                    f"lowering {node.name} ({self.current_target}) raised {error!r}, torch did not"
+                ) from error
+            log.warning(
+                "lowering %s (%s) raised %r, torch did not: a bug of minidynamo; calling torch",
                 node.name,
                 self.current_target,
-                type(error).__name__,
                 error,
             )
-        return self.extern(node, target, args, kwargs)
+            return value
+
+    def check_device(self, value, what: str):
+        """Kernels read memory on their own device only: a tensor elsewhere (which eager may
+        reject, mixing devices) makes the graph run in torch."""
+        for tensor in tensors_in(value):
+            if tensor.device != self.device:
+                raise EagerOnly(f"{what} is on {tensor.device}, the kernels run on {self.device}")
+
+    def internal_error(self, message: str):
+        """A bug of ours: strict mode raises it; else the graph runs in torch, with a warning."""
+        if config.strict:
+            raise LoweringError(message)
+        log.warning("a bug of minidynamo: %s; the graph runs in torch", message)
+        raise EagerOnly(message)
 
     @staticmethod
     def result_dtype(lowering, target, args, kwargs) -> torch.Tensor:
         """The result's dtype by torch's own promotion, from one-element stand-ins of the inputs.
 
-        Inductor runs every node on fake tensors instead; meta kernels cost a 2 s import
-        (torch._dynamo) on first use, far more than compiling the kernels.
+        The meta run knows each node's dtype, but not that of an in-place op computed out of
+        place (`x.add_(y)` keeps x's dtype, `x.add(y)` promotes); and the stand-ins run
+        torch's CPU kernels, which refuse some dtypes that meta functions let through
+        (`gelu` of an integer tensor), so that eager's error comes out.
         """
         leaves = pytree.tree_leaves((args, kwargs))
         if any(isinstance(a, ExternValue) for a in leaves):
@@ -227,11 +302,12 @@ class GraphLowering:
             raise Fallback(f"the kernels do not handle {unsupported[0]}")
         return out
 
-    def maybe_realize(self, node, value):
+    def maybe_realize(self, node, value, users: int):
+        """A value read by several nodes and dear to compute goes to memory (in eager's layout)."""
         if not isinstance(value, Pointwise):
             return value
-        if (len(node.users) > 1 and value.cost > REUSE_COST) or value.cost > MAX_INLINE_COST:
-            return self.realize(value)
+        if (users > 1 and value.cost > REUSE_COST) or value.cost > MAX_INLINE_COST:
+            return self.realize(value, layouts.eager_stride(value, self.meta.snapshots.get(node)))
         return value
 
     def bias_add(self, node, args, kwargs) -> BufferView | None:
@@ -239,13 +315,20 @@ class GraphLowering:
 
         Inductor's post-grad pass does the same (torch/_inductor/fx_passes/post_grad.py):
         the GEMM library adds the bias as it writes, which saves a pass over the result.
-        Only when the product is used by this add alone, on 2-D float tensors.
+        Only when the add's operand is the whole product (not a slice of it), which
+        nothing else reads, on 2-D float tensors.
         """
         if node.target not in ADDS or kwargs or len(args) != 2:
             return None
         for product, mm, bias in ((node.args[0], *args), (node.args[1], *args[::-1])):
             extern = mm.buffer if isinstance(mm, BufferView) else None
-            if not (isinstance(extern, ExternKernel) and extern.target in MATMULS):
+            if not (
+                isinstance(extern, ExternKernel)
+                and extern.target in MATMULS
+                and isinstance(product, torch.fx.Node)
+                and self.resolve(product.op, product.target) in MATMULS
+                and mm.is_whole_buffer()
+            ):
                 continue
             a, b = extern.args
             if (
@@ -268,23 +351,32 @@ class GraphLowering:
             return BufferView(addmm, addmm.layout)
         return None
 
-    def extern(self, node, target, args, kwargs):
-        """Call torch at run time; a meta run now gives the result's layout (or eager's error)."""
+    def extern(self, node, op: str, target, args, kwargs):
+        """Call torch at run time; a meta run now gives the result's layout (or eager's error).
+
+        The result may share memory with an argument (a view, `detach`, `contiguous` of a
+        contiguous tensor): the meta run says so by its storage, and then the wrapper
+        keeps the argument's buffer alive and never hands it to another kernel.
+        """
 
         def realized(value):
             return self.realize(value) if isinstance(value, Pointwise) else value
 
         args, kwargs = pytree.tree_map(realized, (args, kwargs))
-        meta_target = copy.deepcopy(target).to("meta") if node.op == "call_module" else target
+        meta_args, meta_kwargs = pytree.tree_map(_to_meta, (args, kwargs))
+        meta_target = self.meta.module(target) if op == "call_module" else target
         try:
-            out = meta_target(*pytree.tree_map(_to_meta, args), **pytree.tree_map(_to_meta, kwargs))
+            out = meta_target(*meta_args, **meta_kwargs)
         except Exception as error:  # a bad graph, or no meta function: eager will tell
             raise EagerOnly(f"{node.name}: on meta tensors torch raises {error!r}") from error
         if isinstance(out, torch.Tensor):
             layout = Layout(tuple(out.shape), tuple(out.stride()), out.dtype)
+            arguments = pytree.tree_leaves((meta_args, meta_kwargs))
+            shared = {storage_id(a) for a in arguments if isinstance(a, torch.Tensor)}
             buffer = ExternKernel(
-                self.new_name(), layout, target, tuple(args), dict(kwargs), may_alias=out._is_view()
-            )
+                self.new_name(), layout, target, tuple(args), dict(kwargs),
+                may_alias=storage_id(out) in shared,
+            )  # fmt: skip
             self.buffers.append(buffer)
             return BufferView(buffer, layout)
         buffer = ExternKernel(

@@ -23,6 +23,11 @@ class Fallback(Exception):
     """This lowering does not handle these arguments: call torch instead (the reason says why)."""
 
 
+class EagerOnly(Exception):
+    """Run the graph in torch: eager rejects it (and must raise its own error, in order),
+    torch has no meta function for one of its ops, or the kernels cannot run it."""
+
+
 LOWERINGS: dict = {}
 SAME_DTYPE: set = set()  # lowerings whose result has their input's dtype (views, layer_norm)
 
@@ -166,7 +171,7 @@ def reshape_to(graph, x, ranges):
         return reindex(x, ranges, size1_reindex(x.ranges, ranges))
     if not (isinstance(x, BufferView) and x.layout.is_contiguous()):
         if isinstance(x, BufferView) and graph.current_target == "view":
-            raise RuntimeError("view of a non-contiguous tensor: torch decides whether it is valid")
+            raise Fallback("view of a non-contiguous tensor: torch decides whether it is valid")
         # Copy into a contiguous buffer (what torch.reshape does for such a tensor too).
         x = graph.add_buffer(Pointwise(x.dtype, tuple(x.ranges), x.loader(), x.cost))
     return BufferView(
@@ -328,22 +333,51 @@ def where(graph, out, cond, a, b):
     return Pointwise(out.dtype, ranges, lambda idx: fn(*[ld(idx) for ld in loaders]), cost)
 
 
-@register("to", "type", "float", "double", "long", "int", "bool", "type_as")
-def to_dtype(graph, out, x, *args, **kwargs):
-    if out.dtype == x.dtype:
-        return x  # torch returns self too
-    return make_pointwise(lambda v: v, x, dtype=out.dtype, compute=x.dtype)
-
-
-@register("clone", "contiguous", same_dtype=True)
-def clone(graph, out, x, *args, **kwargs):
-    if (
-        isinstance(x, BufferView)
-        and x.layout.is_contiguous()
-        and graph.current_target == "contiguous"
-    ):
-        return x  # torch returns self for a contiguous tensor
+def copy_of(x):
+    """A new tensor with `x`'s values (its layout is the output's or the kernels' choice)."""
     return make_pointwise(lambda v: v, x, dtype=x.dtype)
+
+
+def is_contiguous_as(x, memory_format) -> bool:
+    """Whether `x` is in memory as `memory_format` asks: then `contiguous` returns it."""
+    if not isinstance(x, BufferView) or memory_format in (None, torch.preserve_format):
+        return True  # a value not in memory yet lands wherever its readers want it
+    if memory_format == torch.contiguous_format:
+        return x.layout.is_contiguous()
+    layout = x.layout  # a stride-only meta tensor answers for channels_last(_3d)
+    probe = torch.empty_strided(layout.size, layout.stride, dtype=layout.dtype, device="meta")
+    return probe.is_contiguous(memory_format=memory_format)
+
+
+# torch.Tensor.to's `copy` and `memory_format`, by position: `x.to(dtype, non_blocking,
+# copy, memory_format)`, `x.to(device, dtype, ...)`, `x.to(other, non_blocking, ...)`.
+def _to_flags(args, copy, memory_format):
+    at = 3 if args and isinstance(args[0], (str, torch.device)) else 2
+    copy = bool(args[at]) if len(args) > at else copy
+    memory_format = args[at + 1] if len(args) > at + 1 else memory_format
+    return copy, memory_format
+
+
+@register("to", "type", "float", "double", "long", "int", "bool", "type_as")
+def to_dtype(graph, out, x, *args, copy=False, memory_format=None, **kwargs):
+    """A cast; torch returns `x` itself when nothing changes and no copy is asked for."""
+    if graph.current_target == "to":
+        copy, memory_format = _to_flags(args, copy, memory_format)
+    if out.dtype != x.dtype:
+        return make_pointwise(lambda v: v, x, dtype=out.dtype, compute=x.dtype)
+    if copy or not is_contiguous_as(x, memory_format):
+        return copy_of(x)
+    return x
+
+
+@register("clone", same_dtype=True)
+def clone(graph, out, x, *, memory_format=None):
+    return copy_of(x)
+
+
+@register("contiguous", same_dtype=True)
+def contiguous(graph, out, x, memory_format=torch.contiguous_format):
+    return x if is_contiguous_as(x, memory_format) else copy_of(x)
 
 
 # ----------------------------------------------------------------------------- reductions
@@ -356,9 +390,10 @@ def _dims(dim):
 
 
 def _check_not_empty(x, dims, kind):
-    """max/min/argmax of nothing is an error in torch (decompositions may reduce nothing)."""
+    """max/min/argmax of nothing is an error in torch, which its meta functions do not all
+    see: torch (the extern) raises it, with its own message."""
     if 0 in [x.ranges[d] for d in reduced_dims(x, dims)]:
-        raise IndexError(f"{kind}(): Expected reduction dim to have non-zero size.")
+        raise Fallback(f"{kind}() of nothing: torch raises")
 
 
 def _reduction(reduction_type):

@@ -9,8 +9,9 @@ second codegen of its C++ one.
 
 CUDA tensors run compiled Triton; CPU tensors run the same kernels under Triton's
 interpreter (slow: for reading and testing). Graphs the kernels cannot run are run
-by torch, whole, as in stage 5 (mutation, autograd, tensors on several devices), and
-so are graphs with a kernel the Triton codegen does not handle (the log says which).
+by torch, whole, as in stage 5 (writes into inputs, autograd, autocast, tensors on
+several devices), and so are graphs with a kernel the Triton codegen does not handle;
+`torch_reasons` and the log say why.
 """
 
 import functools

@@ -58,6 +58,7 @@ TL_DTYPES = {
     torch.bool: "tl.int1",
 }
 FLOAT32_NORMAL = (2.0**-126, float(torch.finfo(torch.float32).max))
+NEGATIVE_ZERO_BITS = {torch.float32: (-(2**31), "tl.int32"), torch.float64: (-(2**63), "tl.int64")}
 
 
 class TritonOverrides:
@@ -100,6 +101,11 @@ class TritonOverrides:
             return 'float("nan")'
         if math.isinf(value):
             return 'float("inf")' if value > 0 else '(-float("inf"))'
+        if value == 0 and math.copysign(1.0, value) < 0:
+            # Triton makes every literal or `tl.full` equal to 0 a +0.0 (`scalar_constant`),
+            # and `-x` is `0 - x`: only -0.0's bits give -0.0, whose 1 / x is -inf.
+            bits, int_dtype = NEGATIVE_ZERO_BITS[dtype]
+            return f"tl.full({shape}, {bits}, {int_dtype}).to({cls.tl_dtype(dtype)}, bitcast=True)"
         if dtype == torch.float32:
             value = torch.tensor(value, dtype=torch.float32).item()  # what torch would use
         # Triton types a Python float as float32 when it is a normal float32 value: a

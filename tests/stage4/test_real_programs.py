@@ -169,7 +169,7 @@ def test_bitwise_and_of_inputs_is_not_in_place():
 def test_getattr_with_a_default_and_dict_update_of_pairs():
     def f(x):
         d = {}
-        d.update(zip(["a", "b"], [1, 2]))
+        d.update(zip(["a", "b"], [1, 2], strict=True))
         return x * getattr(x, "missing", 3) + d["b"] + getattr(nn.Linear, "in_features", 4)
 
     assert_same_as_eager(stage4_fx.compile(f), f, torch.randn(3))

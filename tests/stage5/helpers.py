@@ -1,9 +1,16 @@
-"""Compile a function both ways the backend is used: a symbolic_trace graph, and torch.compile."""
+"""Compile a function both ways the backend is used: a symbolic_trace graph, and torch.compile.
+
+`check_traced` compares with eager through the oracle, and the outputs' strides too
+(`assert_same_strides`); `check_lowered` also asserts that the ops became our kernels
+(`assert_lowered`): a correct result alone does not prove it, since an op without a
+lowering becomes a correct call into torch.
+"""
 
 import contextlib
 import logging
 
 import torch
+import torch.utils._pytree as pytree
 
 from stage1_eval_frame import logs
 from stage5_inductor_cpp import compile_fx
@@ -25,7 +32,8 @@ def compile_traced(fn, backend=compile_fx):
     def run(*args):
         gm = torch.fx.symbolic_trace(as_python_function(fn, len(args)))
         state["compiled"] = backend(gm, list(args))
-        return state["compiled"](*args)
+        state["result"] = state["compiled"](*args)
+        return state["result"]
 
     run.state = state
     return run
@@ -43,24 +51,74 @@ def lowered(state):
     return check
 
 
+def significant_strides(tensor) -> list:
+    """The strides that say where elements are: none for an empty tensor, and none of a dim
+    of size 1 (torch's own tests compare the same, `check_significant_strides`)."""
+    if tensor.numel() == 0:
+        return []
+    return [
+        stride if size > 1 else None
+        for size, stride in zip(tensor.shape, tensor.stride(), strict=True)
+    ]
+
+
+def assert_same_strides(actual, expected):
+    """Every tensor of `actual` is laid out as its counterpart in `expected` (eager's)."""
+    for ours, eager in zip(pytree.tree_leaves(actual), pytree.tree_leaves(expected), strict=True):
+        if isinstance(eager, torch.Tensor):
+            assert significant_strides(ours) == significant_strides(eager), (
+                f"strides {ours.stride()} where eager's are {eager.stride()} (size {eager.shape})"
+            )
+
+
+def assert_lowered(compiled, externs=()):
+    """The graph ran as our kernels: never in torch, and no op but `externs` called torch."""
+    assert not compiled.torch_reasons, f"the graph ran in torch: {compiled.torch_reasons}"
+    assert compiled.last is not None, "nothing was compiled"
+    called = [name for name in compiled.last.extern_names if name not in externs]
+    assert not called, f"these ops became calls into torch, not kernels: {called}"
+
+
+def assert_program_compiled(run, expected):
+    """After the oracle passed on a random program (programs.py): its outputs have eager's
+    strides, and it ran as kernels, unless an in-place step wrote into memory that others
+    see (an input's, through a view), which torch must run."""
+    assert_same_strides(run.state["result"], expected)
+    reasons = run.state["compiled"].torch_reasons
+    assert reasons or lowered(run.state)(), "nothing was compiled"
+    assert all(" writes into " in reason for reason in reasons), f"ran in torch: {reasons}"
+
+
 def check_traced(fn, *args, **close):
-    """compile_fx(symbolic_trace(fn)) behaves like fn; returns the CompiledGraph."""
+    """compile_fx(symbolic_trace(fn)) behaves like fn, strides included; returns the
+    CompiledGraph."""
     run = compile_traced(fn)
-    assert_same_as_eager(run, fn, *args, captured=lowered(run.state), **close)
+    expected = assert_same_as_eager(run, fn, *args, captured=lowered(run.state), **close)
+    if "result" in run.state:
+        assert_same_strides(run.state["result"], expected)
     return run.state.get("compiled")
 
 
+def check_lowered(fn, *args, externs=(), **close):
+    """`check_traced`, and every op but `externs` became a kernel."""
+    compiled = check_traced(fn, *args, **close)
+    assert_lowered(compiled, externs)
+    return compiled
+
+
 def check_torch_compile(fn, *args, **close):
-    """torch.compile(fn, backend=compile_fx) behaves like fn, and our backend was called."""
+    """torch.compile(fn, backend=compile_fx) behaves like fn, and our backend was called;
+    returns the CompiledGraphs."""
     calls = []
 
     def backend(gm, example_inputs):
-        calls.append(gm)
-        return compile_fx(gm, example_inputs)
+        calls.append(compile_fx(gm, example_inputs))
+        return calls[-1]
 
     torch._dynamo.reset()
     compiled = torch.compile(fn, backend=backend, fullgraph=True)
     assert_same_as_eager(compiled, fn, *args, captured=lambda: bool(calls), **close)
+    return calls
 
 
 def check_both(fn, *args, **close):

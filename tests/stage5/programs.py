@@ -2,11 +2,14 @@
 
 A program is data (a list of `(op, operand indices)`), turned into a Python function
 that both eager and the compilers run, so a failing example prints as a readable list.
+An in-place step writes into an earlier step's result (a copy of an input instead):
+later steps read the written value, and earlier ones must keep the old one.
 """
 
 import contextlib
 
 import torch
+import torch.nn.functional as F
 from hypothesis import strategies as st
 
 DTYPES = [torch.float32, torch.float64, torch.int64, torch.bool]
@@ -42,6 +45,13 @@ REDUCE = {
     "argmax": lambda a: a.argmax(-1), "prod": lambda a: a.prod(0),
     "var": lambda a: a.double().var(-1),
 }  # fmt: skip
+# (No `a += b`: symbolic_trace records it as `a + b`, as FX proxies have no `__iadd__`.)
+INPLACE = {
+    "relu_": lambda a: a.relu_(), "relu_inplace": lambda a: F.relu(a, inplace=True),
+    "clamp_": lambda a: a.clamp_(-1, 1), "add_": lambda a, b: a.add_(b),
+    "mul_": lambda a, b: a.mul_(b),
+}  # fmt: skip
+TABLES = {"unary": UNARY, "binary": BINARY, "reduce": REDUCE, "inplace": INPLACE}
 
 
 @st.composite
@@ -75,7 +85,7 @@ def tensors(draw, shape, dtype):
 
 
 @st.composite
-def programs(draw, ops=("unary", "binary", "reduce")):
+def programs(draw, ops=("unary", "binary", "reduce", "inplace")):
     """(function, inputs): 1-3 inputs broadcastable to one shape, then 1-5 random steps."""
     shape = draw(st.lists(st.integers(0, 4), min_size=0, max_size=3).map(tuple))
     n_inputs = draw(st.integers(1, 3))
@@ -84,24 +94,25 @@ def programs(draw, ops=("unary", "binary", "reduce")):
         keep = draw(st.integers(0, len(shape)))  # trailing dims kept, some set to 1: broadcasting
         sub = tuple(s if draw(st.booleans()) else 1 for s in shape[len(shape) - keep :])
         inputs.append(draw(tensors(sub, draw(st.sampled_from(DTYPES)))))
-    table = {"unary": UNARY, "binary": BINARY, "reduce": REDUCE}
     steps = []
     for _ in range(draw(st.integers(1, 5))):
         kind = draw(st.sampled_from(ops))
-        name = draw(st.sampled_from(sorted(table[kind])))
-        operands = [draw(st.integers(0, 10)) for _ in range(2 if kind == "binary" else 1)]
+        name = draw(st.sampled_from(sorted(TABLES[kind])))
+        arity = TABLES[kind][name].__code__.co_argcount if kind == "inplace" else None
+        n_operands = arity or (2 if kind == "binary" else 1)
+        operands = [draw(st.integers(0, 10)) for _ in range(n_operands)]
         steps.append((kind, name, operands))
     return make_program(steps, n_inputs), inputs
 
 
 def make_program(steps, n_inputs):
-    table = {"unary": UNARY, "binary": BINARY, "reduce": REDUCE}
-
     def program(*args):
         values = list(args)
         for kind, name, operands in steps:
             picked = [values[i % len(values)] for i in operands]
-            values.append(table[kind][name](*picked))
+            if kind == "inplace" and operands[0] % len(values) < n_inputs:
+                picked[0] = picked[0].clone()  # a write into an input runs in torch
+            values.append(TABLES[kind][name](*picked))
         fn.computes_in_float32 |= any(
             isinstance(v, torch.Tensor) and v.dtype == torch.float32 for v in values
         )

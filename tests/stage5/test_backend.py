@@ -1,11 +1,15 @@
 """compile_fx as a backend: specialisation, graphs run by torch, logs."""
 
+import pytest
 import torch
 
+import stage3_guards
 from stage5_inductor_cpp import CompiledGraph, compile_fx
 from stage5_inductor_cpp.backend import compile_graph, load_cpp, write_cpp
+from stage5_inductor_cpp.graph import LoweringError
+from stage5_inductor_cpp.lowering import LOWERINGS
 from tests.oracle import assert_same_as_eager
-from tests.stage5.helpers import check_torch_compile, kernel_logs
+from tests.stage5.helpers import check_torch_compile, compile_traced, kernel_logs
 
 
 def test_new_shapes_compile_a_new_specialisation():
@@ -26,14 +30,14 @@ def test_torch_compile_with_dynamic_shapes():
         torch.testing.assert_close(fn(x), (x * 2).softmax(-1))
 
 
-def test_graphs_that_mutate_run_in_torch():
+def test_graphs_that_write_into_an_input_run_in_torch():
     def fn(a):
         a.add_(1)
         return a * 2
 
     compiled = compile_fx(torch.fx.symbolic_trace(fn), [torch.randn(3)])
     assert_same_as_eager(compiled, fn, torch.randn(3))
-    assert compiled.specializations == {}
+    assert compiled.torch_reasons == ["add_ writes into a, which is the graph input a"]
 
 
 def test_autograd_inputs_run_in_torch():
@@ -79,3 +83,84 @@ def test_another_code_writer_plugs_into_compile_graph():
     compiled = Recording(torch.fx.symbolic_trace(fn), [x])
     torch.testing.assert_close(compiled(x), fn(x))
     assert written == compiled.last.kernel_names == ["recorded_fused_sin_add_0"]
+
+
+def test_each_reason_to_run_in_torch_is_logged_once_and_kept():
+    def fn(a):
+        return (a.sin() * 2).sum()
+
+    x = torch.randn(3, requires_grad=True)
+    with kernel_logs() as records:
+        compiled = compile_fx(torch.fx.symbolic_trace(fn), [x.detach()])
+        for _ in range(3):
+            compiled(x)
+    reason = "autograd needs the graph (the kernels have no backward)"
+    assert compiled.torch_reasons == [reason]
+    assert sum(reason in r for r in records) == 1
+    torch.testing.assert_close(compiled(x.detach()), fn(x.detach()))  # kernels, still
+    assert compiled.last.kernel_names
+
+
+def test_a_graph_torch_must_run_says_why_in_its_code():
+    compiled = compile_fx(torch.fx.symbolic_trace(lambda a: a.add_(1)), [torch.randn(3)])
+    assert (
+        compiled.code == "# the graph runs in torch: add_ writes into a, which is the graph input a"
+    )
+
+
+@pytest.fixture
+def broken_sin(monkeypatch):
+    """A lowering of `torch.sin` with a bug: it raises where torch does not."""
+
+    def sin(graph, out, x):
+        raise TypeError("a bug")
+
+    monkeypatch.setitem(LOWERINGS, torch.sin, sin)
+
+
+def test_a_lowering_that_raises_where_torch_does_not_is_a_bug(broken_sin, monkeypatch):
+    fn = lambda a: torch.sin(a) + 1  # noqa: E731
+    x = torch.randn(3)
+    with pytest.raises(LoweringError, match="a bug"):  # strict mode: the tests' mode
+        compile_fx(torch.fx.symbolic_trace(fn), [x])
+    monkeypatch.setattr(stage3_guards.config, "strict", False)
+    with kernel_logs() as records:
+        compiled = compile_fx(torch.fx.symbolic_trace(fn), [x])
+    torch.testing.assert_close(compiled(x), fn(x))
+    assert compiled.last.extern_names == ("sin",)  # torch computes it
+    assert any("a bug of minidynamo" in r for r in records)
+
+
+def test_a_lowering_that_raises_where_torch_raises_is_eagers_error(broken_sin):
+    fn = lambda a: torch.sin(a, 1)  # noqa: E731  (torch.sin takes one tensor)
+    assert_same_as_eager(compile_traced(fn), fn, torch.randn(3))
+
+
+def matmul_relu(a, b):
+    return (a @ b).relu() + 1
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_a_graph_called_under_autocast_runs_in_torch(dtype):
+    a, b = torch.randn(64, 64), torch.randn(64, 64)
+    compiled = compile_fx(torch.fx.symbolic_trace(matmul_relu), [a, b])
+    with torch.autocast("cpu", dtype=dtype):
+        result, expected = compiled(a, b), matmul_relu(a, b)
+    assert result.dtype == expected.dtype == dtype
+    torch.testing.assert_close(result, expected)
+    assert compiled.torch_reasons == [
+        "autocast is on for cpu: torch picks each op's dtype as it runs"
+    ]
+    torch.testing.assert_close(compiled(a, b), matmul_relu(a, b))  # outside: the kernels
+    assert compiled.last.kernel_names
+
+
+def test_a_graph_compiled_under_autocast_runs_in_torch_under_it():
+    a, b = torch.randn(64, 64), torch.randn(64, 64)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        compiled = compile_fx(torch.fx.symbolic_trace(matmul_relu), [a, b])
+        assert compiled.specializations == {} and compiled.torch_reasons
+        torch.testing.assert_close(compiled(a, b), matmul_relu(a, b))
+        check_torch_compile(matmul_relu, a, b)
+    torch.testing.assert_close(compiled(a, b), matmul_relu(a, b))
+    assert compiled.last.kernel_names

@@ -109,6 +109,21 @@ def product_and_sum(x, w, b):
             ),
             "integers",
         ),
+        (
+            lambda x, w, b: torch.mm(x, w)[:, :2] + b,
+            (torch.randn(3, 3), torch.randn(3, 3), torch.randn(3, 2)),
+            "the add reads a slice of the product",
+        ),
+        (
+            lambda x, w, b: torch.mm(x, w)[:, :2] + b,
+            (torch.randn(3, 3), torch.randn(3, 3), torch.randn(2)),
+            "a slice, and a bias that broadcasts to the whole product too",
+        ),
+        (
+            lambda x, w, b: torch.mm(x, w).t() + b,
+            (torch.randn(3, 3), torch.randn(3, 3), torch.randn(3)),
+            "the add reads the product transposed",
+        ),
     ],
 )
 def test_bias_add_stays_an_add_when_addmm_would_differ(fn, args, why):

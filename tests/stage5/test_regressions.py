@@ -7,7 +7,7 @@ import torch.nn.functional as F
 import stage4_fx
 import stage5_inductor_cpp
 from tests.oracle import assert_same_as_eager
-from tests.stage5.helpers import check_traced, compile_traced
+from tests.stage5.helpers import check_lowered, check_traced, compile_traced
 
 nan, inf = float("nan"), float("inf")
 specials = torch.tensor([nan, 1.0, inf, -inf, -0.0, 0.0, -2.5])
@@ -113,3 +113,32 @@ def test_a_graph_without_inputs():
 
     compiled = stage4_fx.compile(f, backend=stage5_inductor_cpp.compile_fx)
     torch.testing.assert_close(compiled(), f())
+
+
+NEGATIVE_ZERO = [  # 1 / -0.0 is -inf: assert_close would take -0.0 for 0.0
+    lambda a: a / -0.0,
+    lambda a: 1 / (a.abs() * -0.0),
+    lambda a: 1 / torch.where(a > 0, -0.0, a),
+]
+
+
+@pytest.mark.parametrize("fn", NEGATIVE_ZERO)
+def test_negative_zero_constants_keep_their_sign(fn):
+    check_lowered(fn, specials)
+    check_lowered(fn, specials.double())
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda a: (a * 2).to("meta"),
+        lambda a: (a * 2).to(device="meta", dtype=torch.float64) + 1,
+        lambda a: a + torch.ones(4, device="meta"),  # eager refuses to mix the devices
+    ],
+)
+def test_a_graph_that_leaves_the_kernels_device_runs_in_torch(fn):
+    """The kernels read memory on their device alone; the meta run cannot see devices."""
+    run = compile_traced(fn)
+    assert_same_as_eager(run, fn, torch.randn(3, 4))
+    (reason,) = run.state["compiled"].torch_reasons
+    assert "meta" in reason

@@ -23,19 +23,19 @@ def compile_traced(fn):
     return stage5_helpers.compile_traced(fn, backend=compile_fx)
 
 
-def generated_kernels(state) -> bool:
-    compiled = state.get("compiled")
-    return (
-        compiled is not None
-        and compiled.last is not None
-        and "def call" in compiled.last.wrapper_source
-    )
-
-
 def check_traced(fn, *args, device="cpu", **close):
-    """compile_fx(symbolic_trace(fn)) on `device` behaves like fn; returns the compiled graph."""
+    """compile_fx(symbolic_trace(fn)) on `device` behaves like fn, strides included;
+    returns the compiled graph."""
     run = compile_traced(fn)
-    assert_same_as_eager(
-        run, fn, *on(device, args), captured=lambda: generated_kernels(run.state), **close
-    )
+    captured = stage5_helpers.lowered(run.state)
+    expected = assert_same_as_eager(run, fn, *on(device, args), captured=captured, **close)
+    if "result" in run.state:
+        stage5_helpers.assert_same_strides(run.state["result"], expected)
     return run.state["compiled"]
+
+
+def check_lowered(fn, *args, device="cpu", externs=(), **close):
+    """`check_traced`, and every op but `externs` became a Triton kernel."""
+    compiled = check_traced(fn, *args, device=device, **close)
+    stage5_helpers.assert_lowered(compiled, externs)
+    return compiled

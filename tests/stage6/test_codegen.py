@@ -77,6 +77,7 @@ def test_index_text(terms, xsizes, rsizes, expected):
         (float("nan"), torch.float32, 'float("nan")'),
         (float("-inf"), torch.float64, '(-float("inf"))'),
         (1e-40, torch.float64, "tl.full([], 1e-40, tl.float64)"),
+        (-0.0, torch.float32, "tl.full([], -2147483648, tl.int32).to(tl.float32, bitcast=True)"),
         (3.7, torch.int64, "3"),
         (1, torch.bool, "True"),
     ],

@@ -1,4 +1,5 @@
-"""Stage 5's lowering cases, compiled to Triton: every op, reduction and view equals eager."""
+"""Stage 5's lowering cases, compiled to Triton: every op, reduction and view equals eager,
+and becomes a kernel (`check_lowered`)."""
 
 import pytest
 import torch
@@ -6,6 +7,7 @@ import torch
 from tests.stage5.test_lowering import (
     EXTERNS,
     LAYOUTS,
+    OTHER_EXTERNS,
     POINTWISE,
     REDUCTIONS,
     VIEWS,
@@ -13,7 +15,7 @@ from tests.stage5.test_lowering import (
     specials,
     x,
 )
-from tests.stage6.helpers import DEVICES, check_traced
+from tests.stage6.helpers import DEVICES, check_lowered, check_traced
 
 pytestmark = pytest.mark.parametrize("device", DEVICES)
 
@@ -32,31 +34,31 @@ def skip_unless_cpu(fn, device):
 @pytest.mark.parametrize("name", POINTWISE)
 def test_pointwise(name, device):
     skip_unless_cpu(POINTWISE[name], device)
-    check_traced(POINTWISE[name], x, device=device)
+    check_lowered(POINTWISE[name], x, device=device)
 
 
 @pytest.mark.parametrize("name", ["sin", "relu", "maximum", "where", "div", "isnan", "clamp"])
 def test_pointwise_nan_inf(name, device):
     skip_unless_cpu(POINTWISE[name], device)
     fn = POINTWISE[name]
-    check_traced(lambda a: fn(a.repeat(1, 3)[:, :8]), specials, device=device)
+    check_lowered(lambda a: fn(a.repeat(1, 3)[:, :8]), specials, device=device, externs=("repeat",))
 
 
 @pytest.mark.parametrize("name", REDUCTIONS)
 def test_reduction(name, device):
     skip_unless_cpu(REDUCTIONS[name], device)
-    check_traced(REDUCTIONS[name], x, device=device)
+    check_lowered(REDUCTIONS[name], x, device=device)
 
 
 @pytest.mark.parametrize("name", ["amax", "max", "argmax", "softmax", "sum", "argmin", "min"])
 def test_reduction_nan_inf(name, device):
-    check_traced(REDUCTIONS[name], specials, device=device)
+    check_lowered(REDUCTIONS[name], specials, device=device)
 
 
 @pytest.mark.parametrize("name", VIEWS)
 def test_view(name, device):
     skip_unless_cpu(VIEWS[name], device)
-    check_traced(VIEWS[name], x, device=device)
+    check_lowered(VIEWS[name], x, device=device, externs=OTHER_EXTERNS.get(name, ()))
 
 
 @pytest.mark.parametrize("name", EXTERNS)
@@ -68,7 +70,7 @@ def test_extern(name, device):
 @pytest.mark.parametrize("name", ["sin", "int_promotion", "bool_sum", "to_int"])
 def test_integer_inputs(name, device):
     skip_unless_cpu(POINTWISE[name], device)
-    check_traced(POINTWISE[name], ints, device=device)
+    check_lowered(POINTWISE[name], ints, device=device)
 
 
 @pytest.mark.parametrize(
@@ -85,7 +87,7 @@ def test_integer_inputs(name, device):
     ],
 )
 def test_shapes_strides_dtypes(fn, args, device):
-    check_traced(fn, *args, device=device)
+    check_lowered(fn, *args, device=device)
 
 
 @pytest.mark.parametrize("op", [torch.add, torch.mul, torch.maximum, torch.minimum])
@@ -93,4 +95,4 @@ def test_arithmetic_on_bools(op, device):
     # On a GPU, True + True in Triton's 1-bit ints wrapped to False; torch says True.
     a = torch.tensor([True, True, False, False])
     b = torch.tensor([True, False, True, False])
-    check_traced(op, a, b, device=device)
+    check_lowered(op, a, b, device=device)

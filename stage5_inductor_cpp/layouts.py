@@ -1,0 +1,121 @@
+"""Outputs as eager returns them: with eager's strides, sharing memory where eager's do.
+
+A kernel can store a value with any strides, so an output may as well have those
+eager gives it: `(x * 2).permute(1, 0)` has strides (1, 5) in eager, a pointwise op
+on a channels-last tensor is channels-last, and a caller may rely on either. The
+meta run (meta_run.py) knows eager's strides; here each output lands with them
+(inductor's `keep_output_stride`, torch/_inductor/graph.py, follows the FakeTensor's
+strides the same way). Intermediate buffers keep the layout the kernels like best.
+
+A view (`y.t()`, `y[:, ::2]`) has no strides of its own: they follow from its base.
+So before a view is taken of a computed value whose memory an output shares, that
+value lands in memory with eager's strides, and the view then has eager's strides
+too; outputs that share memory in eager share it here.
+"""
+
+import dataclasses
+
+import torch
+import torch.fx
+
+from stage1_eval_frame.logs import get_logger
+
+from .ir import BufferView, InputBuffer, Pointwise
+from .lowering import is_tensor
+from .meta_run import Snapshot, snapshot, storage_id
+
+log = get_logger("kernels")
+
+
+def is_dense(size, stride) -> bool:
+    """Whether these sizes and strides fill their memory without gaps or overlaps."""
+    if 0 in size:
+        return True
+    expected = 1
+    for st, sz in sorted((st, sz) for sz, st in zip(size, stride, strict=True) if sz != 1):
+        if st != expected:
+            return False
+        expected *= sz
+    return True
+
+
+def eager_stride(value, want: Snapshot | None):
+    """`want`'s strides for a buffer that holds `value` alone, or None (contiguous) if they
+    do not describe one (a view with gaps: its base has the buffer)."""
+    if want is None or tuple(value.ranges) != want.size or not is_dense(want.size, want.stride):
+        return None
+    return want.stride
+
+
+def same_elements(size, stride, other_stride) -> bool:
+    """Whether two strides reach the same elements: they may differ where a dim has size 1."""
+    return 0 in size or all(
+        s == o for n, s, o in zip(size, stride, other_stride, strict=True) if n != 1
+    )
+
+
+def restrided(value: BufferView, want: Snapshot) -> BufferView:
+    """`value` with `want`'s strides if they reach the same elements (they differ only in
+    dims of size 1, where no index ever steps), else `value` as it is."""
+    layout = value.layout
+    if layout.stride == want.stride or not same_elements(layout.size, layout.stride, want.stride):
+        return value
+    return BufferView(value.buffer, dataclasses.replace(layout, stride=want.stride))
+
+
+def land(graph, value, want: Snapshot, copy: bool = False) -> BufferView:
+    """`value` in memory with `want`'s strides: as it is, realized so, or copied there.
+    `copy` asks for new memory even if `value` has those strides already."""
+    if isinstance(value, BufferView) and not copy:
+        value = restrided(value, want)
+        if value.layout.stride == want.stride:
+            return value
+    stride = eager_stride(value, want)
+    if stride is None:
+        log.info("eager's strides %s are a view's: the output is contiguous", list(want.stride))
+    if isinstance(value, BufferView):  # a copy, which fuses into the kernel that computes it
+        value = Pointwise(value.dtype, tuple(value.ranges), value.loader(), value.cost)
+    return graph.add_buffer(value, stride)
+
+
+def of_an_input(value) -> bool:
+    return isinstance(value, BufferView) and isinstance(value.buffer, InputBuffer)
+
+
+def land_view_bases(graph, node: torch.fx.Node, env: dict):
+    """Before `node` views a computed value whose memory an output shares, land that value."""
+    meta = graph.meta
+    result = meta.values.get(node)
+    if not isinstance(result, torch.Tensor) or storage_id(result) not in meta.output_storages:
+        return
+    for arg in node.all_input_nodes:
+        base, value, want = meta.values[arg], env[arg], meta.snapshots.get(arg)
+        if (
+            is_tensor(value)
+            and not of_an_input(value)
+            and isinstance(base, torch.Tensor)
+            and storage_id(base) == storage_id(result)
+            and eager_stride(value, want) is not None
+        ):
+            env[arg] = land(graph, value, want)
+
+
+def land_outputs(graph, node: torch.fx.Node, env: dict):
+    """The output node's argument, with each tensor landed as eager returns it."""
+    meta = graph.meta
+    landed, by_value = {}, {}  # `y` and `y.contiguous()` are one value: one buffer
+    for arg in node.all_input_nodes:
+        value, result = env[arg], meta.values[arg]
+        if id(value) in by_value:
+            value = by_value[id(value)]
+        elif is_tensor(value) and isinstance(result, torch.Tensor):
+            want = snapshot(result)  # what the caller gets: after every in-place op
+            if (tuple(value.ranges), value.dtype) != (want.size, want.dtype):
+                graph.internal_error(f"output {arg.name} is {value}, eager's is {want}")
+            aliases_an_input = storage_id(result) in meta.input_storages
+            if of_an_input(value) and aliases_an_input:
+                value = restrided(value, want)  # a view of the input, in eager too
+            else:  # an input's memory must not come back where eager returns new memory
+                value = by_value[id(env[arg])] = land(graph, value, want, copy=of_an_input(value))
+        landed[arg] = value
+    return torch.fx.node.map_arg(node.args[0], landed.__getitem__)

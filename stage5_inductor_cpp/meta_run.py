@@ -1,0 +1,170 @@
+"""Eager's answer for a graph, without computing it: the FX graph run on meta tensors.
+
+A meta tensor has sizes, strides, a dtype and a storage, but no elements. Run on meta
+stand-ins of the inputs (same sizes, same strides), the graph says for almost nothing
+what eager will do:
+  * the strides of every result: our outputs must have them, and TensorIterator's
+    rules (a permuted or channels-last input gives a permuted output) are best asked;
+  * which results share memory: a view, `detach`, a `contiguous()` that returned its
+    input (`storage_id`);
+  * which calls write into a tensor: an in-place op bumps the version counter of the
+    tensor it writes, `t_()` changes its strides (`writes`);
+  * whether eager rejects the graph: a bad shape raises here as it will there.
+
+Inductor reads the same from FakeTensor propagation (`node.meta["val"]`,
+torch/fx/passes/fake_tensor_prop.py). The cost is torch's own: its Python meta
+functions import torch._dynamo on first use (a second, once per process), which both
+frontends that call this backend have done already.
+"""
+
+import copy
+import dataclasses
+import functools
+
+import torch
+import torch.fx
+import torch.utils._pytree as pytree
+
+from .lowering import EagerOnly
+
+
+@dataclasses.dataclass(frozen=True)
+class Snapshot:
+    """A tensor's metadata at one point of the run (a later in-place op may change it)."""
+
+    size: tuple[int, ...]
+    stride: tuple[int, ...]
+    dtype: torch.dtype
+
+
+def snapshot(tensor: torch.Tensor) -> Snapshot:
+    return Snapshot(tuple(tensor.shape), tuple(tensor.stride()), tensor.dtype)
+
+
+def storage_id(tensor: torch.Tensor) -> int:
+    """Equal for two tensors that share memory. Meta tensors have no data pointer to compare;
+    their storages are objects of their own (torch's `StorageWeakRef` compares `_cdata` too)."""
+    return tensor.untyped_storage()._cdata
+
+
+def attribute(gm: torch.fx.GraphModule, target: str):
+    """What a `get_attr` or `call_module` node names: `layers.0.weight`."""
+    value = gm
+    for part in target.split("."):
+        value = getattr(value, part)
+    return value
+
+
+def tensors_in(value) -> list[torch.Tensor]:
+    return [v for v in pytree.tree_leaves(value) if isinstance(v, torch.Tensor)]
+
+
+def as_meta(value):
+    """A meta tensor with `value`'s sizes, strides and dtype; anything else as it is."""
+    if isinstance(value, torch.Tensor):
+        return torch.empty_strided(
+            tuple(value.shape), tuple(value.stride()), dtype=value.dtype, device="meta"
+        )
+    return value
+
+
+def _state(tensor: torch.Tensor):
+    """What an in-place op changes: the version counter, or the sizes and strides."""
+    return tensor._version, tuple(tensor.shape), tuple(tensor.stride())
+
+
+def _is_meta(value) -> bool:
+    return not isinstance(value, torch.Tensor) or value.is_meta
+
+
+# `x.cuda()` cannot run on a meta tensor; the moved tensor has the same metadata.
+DEVICE_MOVES = {"cpu", "cuda"}
+
+
+@dataclasses.dataclass
+class MetaRun:
+    """The graph's nodes on meta tensors: results, metadata, and who writes into what."""
+
+    gm: torch.fx.GraphModule
+    values: dict = dataclasses.field(default_factory=dict)  # node -> result (meta tensors)
+    snapshots: dict = dataclasses.field(default_factory=dict)  # node -> Snapshot, as it ran
+    writes: dict = dataclasses.field(default_factory=dict)  # node -> the nodes it wrote into
+    module_writes: list = dataclasses.field(default_factory=list)  # call_module nodes that did
+    modules: dict = dataclasses.field(default_factory=dict)  # module -> its copy on meta
+
+    @functools.cached_property
+    def input_storages(self) -> dict[int, torch.fx.Node]:
+        """The memory of the graph's inputs and module tensors, and whose it is."""
+        return {
+            storage_id(t): node
+            for node in self.gm.graph.nodes
+            if node.op in ("placeholder", "get_attr")
+            for t in tensors_in(self.values[node])
+        }
+
+    @functools.cached_property
+    def output_storages(self) -> set[int]:
+        """The memory of the tensors the graph returns."""
+        output = next(n for n in self.gm.graph.nodes if n.op == "output")
+        return {storage_id(t) for n in output.all_input_nodes for t in tensors_in(self.values[n])}
+
+    def module(self, module: torch.nn.Module) -> torch.nn.Module:
+        """A copy of `module` on meta tensors, made once."""
+        if module not in self.modules:
+            self.modules[module] = copy.deepcopy(module).to("meta")
+        return self.modules[module]
+
+    def run(self, example_inputs) -> "MetaRun":
+        inputs = iter(example_inputs)
+        # No autograd (a meta copy of a parameter requires grad; in-place ops would refuse),
+        # and normal tensors even under inference_mode, whose tensors have no version counter.
+        with torch.no_grad(), torch.inference_mode(False):
+            for node in self.gm.graph.nodes:
+                if node.op == "placeholder":
+                    self.values[node] = as_meta(next(inputs))
+                elif node.op == "get_attr":
+                    self.values[node] = as_meta(attribute(self.gm, node.target))
+                elif node.op != "output":
+                    self.values[node] = self.call(node)
+                self.record(node)
+        return self
+
+    def call(self, node: torch.fx.Node):
+        args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), self.values.__getitem__)
+        if "device" in kwargs:  # a factory (`torch.ones(3, device=x.device)`)
+            kwargs = {**kwargs, "device": "meta"}
+        inputs = [n for n in node.all_input_nodes if isinstance(self.values[n], torch.Tensor)]
+        before = {n: _state(self.values[n]) for n in inputs}
+        module = self.module(attribute(self.gm, node.target)) if node.op == "call_module" else None
+        state_before = [_state(t) for t in module.state_dict().values()] if module else None
+        try:
+            if node.op == "call_method" and node.target in DEVICE_MOVES:
+                result = args[0]
+            elif node.op == "call_method":
+                if node.target == "to":
+                    args = [a if not isinstance(a, (str, torch.device)) else "meta" for a in args]
+                result = getattr(args[0], node.target)(*args[1:], **kwargs)
+            elif module is not None:
+                result = module(*args, **kwargs)
+            else:
+                result = node.target(*args, **kwargs)
+        except Exception as error:  # eager rejects the graph (or torch has no meta function)
+            raise EagerOnly(f"{node.name}: on meta tensors torch raises {error!r}") from error
+        self.writes[node] = [n for n in inputs if _state(self.values[n]) != before[n]]
+        if module is not None and state_before != [_state(t) for t in module.state_dict().values()]:
+            self.module_writes.append(node)
+        # A factory without `device=` made a real tensor: later ops need it on meta too.
+        return pytree.tree_map(lambda v: v if _is_meta(v) else as_meta(v), result)
+
+    def record(self, node: torch.fx.Node):
+        value = self.values.get(node)
+        written = self.writes.get(node)
+        if value is None and written:  # `x[0] = 1` returns None: keep what `x` became
+            value = self.values[node.args[0]] if node.args[0] in written else None
+        if isinstance(value, torch.Tensor):
+            self.snapshots[node] = snapshot(value)
+
+
+def run_on_meta(gm: torch.fx.GraphModule, example_inputs) -> MetaRun:
+    """Run `gm` on meta stand-ins of `example_inputs`; raises `EagerOnly` if torch refuses."""
+    return MetaRun(gm).run(example_inputs)

@@ -1,0 +1,131 @@
+"""Outputs as eager returns them: strides and memory format, and memory shared with inputs.
+
+`check_traced` compares every output's strides with eager's (`assert_same_strides`);
+`assert_same_sharing` checks which outputs are the memory of an input, in eager and here.
+"""
+
+import pytest
+import torch
+
+from stage5_inductor_cpp import compile_fx
+from tests.stage5.helpers import check_lowered, check_torch_compile, compile_traced
+
+x = torch.randn(4, 5)
+image = torch.randn(2, 3, 4, 5)
+channels_last = image.to(memory_format=torch.channels_last)
+
+
+def expensive(a):
+    """Dear enough that a value read twice gets a buffer of its own (graph.REUSE_COST)."""
+    for _ in range(25):
+        a = a * 1.01
+    return a
+
+
+# name -> (function, arguments)
+STRIDES = {
+    "permute_of_computed": (lambda a: (a * 2).permute(1, 0), [x]),
+    "transpose_then_clone": (lambda a: a.t().clone(), [x]),
+    "clone_then_transpose": (lambda a: a.clone().t(), [x]),
+    "pointwise_of_transposed": (lambda a: a.t() * 1, [x]),
+    "slice_of_computed": (lambda a: (a * 2)[:, ::2], [x]),
+    "expand_of_computed": (lambda a: (a[:1] * 2).expand(3, 5), [x]),
+    "unsqueeze_of_input": (lambda a: a.unsqueeze(1), [x]),
+    "output_and_its_view": (lambda a: ((a * 2), (a * 2).t()), [x]),
+    "value_and_its_view": (lambda a: (lambda y: (y, y.t(), y[1:]))(a.exp()), [x]),
+    "reused_and_returned": (lambda a: (lambda y: (y.t(), y.sum()))(expensive(a.t())), [x]),
+    "channels_last_pointwise": (lambda a: a.sin() + 1, [channels_last]),
+    "channels_last_and_contiguous": (lambda a, b: a * b, [channels_last, image]),
+    "channels_last_reduction": (lambda a: a.sum(2), [channels_last]),
+    "channels_last_softmax": (lambda a: a.softmax(1), [channels_last]),
+    "to_channels_last": (lambda a: (a * 2).to(memory_format=torch.channels_last), [image]),
+    "contiguous_channels_last": (
+        lambda a: a.contiguous(memory_format=torch.channels_last) + 0,
+        [image],
+    ),
+    "clone_channels_last": (lambda a: a.clone(memory_format=torch.channels_last), [image]),
+    "channels_last_to_contiguous": (lambda a: a.contiguous(), [channels_last]),
+}
+
+
+@pytest.mark.parametrize("name", STRIDES)
+def test_outputs_have_eagers_strides(name):
+    fn, args = STRIDES[name]
+    check_lowered(fn, *args)
+
+
+@pytest.mark.parametrize("name", ["permute_of_computed", "channels_last_pointwise"])
+def test_outputs_have_eagers_strides_through_torch_compile(name):
+    check_torch_compile(*STRIDES[name][:1], *STRIDES[name][1])
+
+
+def outputs_sharing(fn, args) -> list[list[bool]]:
+    """For each output tensor: whether it is in the memory of each argument."""
+    result = fn(*args)
+    outputs = result if isinstance(result, tuple) else (result,)
+    return [
+        [o.untyped_storage().data_ptr() == a.untyped_storage().data_ptr() for a in args]
+        for o in outputs
+    ]
+
+
+def assert_same_sharing(fn, *args):
+    run = compile_traced(fn)
+    run(*args)  # compiles
+    assert outputs_sharing(run, args) == outputs_sharing(fn, args)
+
+
+# An output is an input's memory here exactly when it is in eager, and holds its values.
+SHARING = {
+    "to_same_dtype": lambda a: a.to(torch.float32),
+    "to_copy": lambda a: a.to(torch.float32, copy=True),
+    "to_copy_by_position": lambda a: a.to(torch.float32, False, True),
+    "float_of_float": lambda a: a.float(),
+    "contiguous_of_contiguous": lambda a: a.contiguous(),
+    "clone": lambda a: a.clone(),
+    "detach": lambda a: a.detach(),
+    "view": lambda a: a.view(20),
+    "to_channels_last": lambda a: a.view(1, 4, 5, 1).to(memory_format=torch.channels_last),
+    "reshape_of_transposed": lambda a: a.t().reshape(20),
+}
+
+
+@pytest.mark.parametrize("name", SHARING)
+def test_outputs_share_memory_with_inputs_as_in_eager(name):
+    check_lowered(SHARING[name], x, externs=("detach",))
+    assert_same_sharing(SHARING[name], x)
+
+
+def test_a_buffer_an_extern_returns_is_not_reused():
+    """`detach` returns its argument's memory: that buffer must not take another value."""
+
+    def fn(a):
+        y = a * 2
+        d = y.detach()
+        return d, d + 1
+
+    compiled = check_lowered(fn, x, externs=("detach",))
+    assert "# reuse" not in compiled.code
+
+
+def test_dead_buffers_of_fresh_externs_are_still_reused():
+    def fn(a):
+        y = (a * 2).cumsum(0)  # cumsum returns new memory: y's input buffer is free after it
+        return (y + 1).cumsum(1)
+
+    assert "# reuse" in check_lowered(fn, x, externs=("cumsum",)).code
+
+
+def test_a_graph_whose_outputs_are_views_of_its_intermediates_through_compile_fx():
+    """The base of a returned view lands with eager's strides, the view follows from them."""
+    compiled = compile_fx(torch.fx.symbolic_trace(lambda a: (a * 2)[:, 1::2]), [x])
+    assert "empty_strided((4, 5), (5, 1)" in compiled.code  # the whole base, then a view
+
+
+def test_a_view_of_a_tensor_transposed_in_place_has_eagers_strides():
+    def fn(a):
+        m = a[:, :4] * 2
+        m.t_()  # a square tensor: the same sizes, other strides
+        return m[:, ::2]
+
+    check_lowered(fn, x)
