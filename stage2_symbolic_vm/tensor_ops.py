@@ -14,6 +14,8 @@ recorded too, on inputs as well: the graph changes the caller's tensors as
 eager does (a backend that cannot run them in place runs the graph in torch).
 """
 
+import functools
+import inspect
 import operator
 
 import torch
@@ -56,14 +58,36 @@ def op_name(target) -> str:
     return target if isinstance(target, str) else getattr(target, "__name__", "")
 
 
-def changes_state(target, kwargs) -> bool:
+def changes_state(target, args, kwargs) -> bool:
     """An op a backend must run, in program order, even if its result is unused: one that
     changes a tensor in place (`x.add_(1)`, `out=`, `inplace=True`), draws random numbers, or
-    switches grad mode."""
+    switches grad mode. `args` and `kwargs` are plain values (an FX node's)."""
     if target is torch._C._set_grad_enabled:  # `with torch.no_grad()` in the graph
         return True
     name = op_name(target)
-    return name in RANDOM_OPS or in_place(target, name) or "out" in kwargs or kwargs.get("inplace")
+    if name in RANDOM_OPS or in_place(target, name) or "out" in kwargs:
+        return True
+    return inplace_argument(target, args, kwargs) is True
+
+
+def inplace_argument(target, args, kwargs):
+    """The `inplace` argument of a call, by keyword or by position (`F.relu(x, True)`)."""
+    if "inplace" in kwargs:
+        return kwargs["inplace"]
+    position = _inplace_position(target)
+    return args[position] if position is not None and position < len(args) else None
+
+
+@functools.cache
+def _inplace_position(target) -> int | None:
+    """Where `inplace` is among the parameters of a torch function (F.relu's second)."""
+    if isinstance(target, str):
+        return None
+    try:
+        parameters = list(inspect.signature(target).parameters)
+    except (TypeError, ValueError):  # a C function without a signature
+        return None
+    return parameters.index("inplace") if "inplace" in parameters else None
 
 
 def check_traceable(target, name, args, kwargs):
@@ -79,7 +103,7 @@ def check_traceable(target, name, args, kwargs):
 def mutated_arguments(target, name, args, kwargs) -> list:
     """The Variables an op changes in place: `x.add_(1)`, `x += 1`, `x[0] = 1`, `out=`."""
     changed = [kwargs["out"]] if "out" in kwargs else []
-    inplace = kwargs.get("inplace")
+    inplace = inplace_argument(target, args, kwargs)
     inplace = inplace is not None and inplace.is_python_constant() and inplace.as_python_constant()
     if args and (in_place(target, name) or inplace):
         changed.append(args[0])

@@ -91,11 +91,12 @@ def _is_impure(node: torch.fx.Node) -> bool:
     the point) and random ops (they advance the generator, so later draws match eager's)."""
     if node.op in ("placeholder", "output"):
         return True
-    return node.op in ("call_method", "call_function") and changes_state(node.target, node.kwargs)
+    call = node.op in ("call_method", "call_function")
+    return call and changes_state(node.target, node.args, node.kwargs)
 
 
 def _changes_state(node: Node) -> bool:
-    return node.op != "input" and changes_state(node.target, node.kwargs)
+    return node.op != "input" and changes_state(node.target, node.args, node.kwargs)
 
 
 def format_graph(gm: torch.fx.GraphModule) -> str:

@@ -11,9 +11,15 @@ stage 4's frontend with this backend).
 `diagrams.py` draws the kernels before and after fusion (Mermaid, for the book).
 """
 
+import stage4_fx
+
 from .backend import CompiledGraph, compile_fx
 from .cache import CompilationError
 from .diagrams import fusion_diagram
 from .frontend import compile
 
 __all__ = ["CompilationError", "CompiledGraph", "compile", "compile_fx", "fusion_diagram"]
+
+# Stage 4 finds this backend by name through the package's entry point; registering it
+# on import as well serves a tree used without installing it (PYTHONPATH=.).
+stage4_fx.register_backend(compile_fx, name="inductor_cpp")

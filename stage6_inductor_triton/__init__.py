@@ -10,8 +10,12 @@ frontend.py (`compile(fn)`: stage 4's frontend with the `inductor` backend). The
 `minidynamo` command (tour.py, cli.py) shows all six stages at work on one screen.
 """
 
+import stage4_fx
+
 from .backend import TritonCompiledGraph, compile_fx
 from .codegen_triton import TritonUnsupported
 from .frontend import compile, inductor
 
 __all__ = ["TritonCompiledGraph", "TritonUnsupported", "compile", "compile_fx", "inductor"]
+
+stage4_fx.register_backend(inductor, name="inductor")  # as stage 5 registers inductor_cpp

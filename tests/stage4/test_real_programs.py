@@ -305,3 +305,20 @@ def test_fullgraph_and_backend_errors_are_raised_on_every_call(monkeypatch):
     for _ in range(2):
         with pytest.raises(stage4_fx.BackendCompilerFailed, match="this backend fails"):
             compiled(torch.ones(2))
+
+
+def test_inplace_given_by_position_is_in_place():
+    def f(m):
+        n = m * 1
+        F.relu(n, True)
+        F.hardtanh(n, -0.5, 0.5, True)
+        return n
+
+    assert_same_as_eager(stage4_fx.compile(f), f, torch.randn(6))
+
+
+def test_list_backends_lists_the_inductors():
+    assert {"eager", "inductor", "inductor_cpp"} <= set(stage4_fx.list_backends())
+    import stage6_inductor_triton
+
+    assert stage4_fx.lookup_backend("inductor") is stage6_inductor_triton.inductor
