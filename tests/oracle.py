@@ -4,7 +4,10 @@
 arguments and checks, in this order, that
   * both raise the same exception type, or both return;
   * the results are equal (`torch.testing.assert_close` defaults, containers
-    compared element by element, Python scalars exactly);
+    compared element by element, Python scalars exactly), and each tensor has
+    eager's strides (the significant ones, as torch's own tests compare them);
+  * each result tensor shares memory with the same argument as in eager (an
+    output that is an input, or a view of one, must be so when compiled too);
   * the arguments end up equal (an in-place op must mutate the compiled
     call's inputs exactly as eager mutates its own);
   * `captured()`, when given, says compilation really happened (a trace was
@@ -15,6 +18,7 @@ arguments and checks, in this order, that
 import copy
 
 import torch
+import torch.utils._pytree as pytree
 
 
 def clone_args(args):
@@ -42,6 +46,9 @@ def assert_same_as_eager(compiled, eager, *args, captured=None, kwargs=None, **c
         )
     else:
         assert_equal_values(actual, expected, **close)
+        assert sharing(actual, (ours_args, ours_kwargs)) == sharing(
+            expected, (eager_args, eager_kwargs)
+        ), "a result shares memory with an argument in one run but not in the other"
     assert_equal_values(ours_args, eager_args, **close)
     assert_equal_values(ours_kwargs, eager_kwargs, **close)
     if captured is not None:
@@ -49,12 +56,40 @@ def assert_same_as_eager(compiled, eager, *args, captured=None, kwargs=None, **c
     return expected
 
 
+def significant_strides(tensor) -> list:
+    """The strides that say where elements are: none for an empty tensor, and none of a dim
+    of size 1 (torch's own tests compare the same, `check_significant_strides`)."""
+    if tensor.numel() == 0:
+        return []
+    return [
+        stride if size > 1 else None
+        for size, stride in zip(tensor.shape, tensor.stride(), strict=True)
+    ]
+
+
+def sharing(results, arguments) -> list:
+    """For each result tensor, the index of the argument tensor whose memory it uses, or None."""
+    inputs = [t for t in pytree.tree_leaves(arguments) if isinstance(t, torch.Tensor)]
+    storages = [t.untyped_storage().data_ptr() for t in inputs]
+    found = []
+    for t in pytree.tree_leaves(results):
+        if isinstance(t, torch.Tensor) and t.numel():
+            pointer = t.untyped_storage().data_ptr()
+            found.append(storages.index(pointer) if pointer in storages else None)
+    return found
+
+
 def assert_equal_values(actual, expected, path="result", **close):
-    """Tensors with assert_close (dtype, device included), containers recursively, rest with ==."""
+    """Tensors with assert_close (dtype, device, strides included), containers recursively,
+    the rest with ==."""
     if isinstance(expected, torch.Tensor):
         assert isinstance(actual, torch.Tensor), f"{path}: expected a tensor, got {type(actual)}"
         torch.testing.assert_close(
             actual, expected, equal_nan=True, msg=lambda m: f"{path}: {m}", **close
+        )
+        assert significant_strides(actual) == significant_strides(expected), (
+            f"{path}: strides {actual.stride()} where eager's are {expected.stride()} "
+            f"(size {tuple(expected.shape)})"
         )
     elif isinstance(expected, (list, tuple)):
         assert type(actual) is type(expected), f"{path}: {type(actual)} != {type(expected)}"

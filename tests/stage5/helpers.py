@@ -14,7 +14,7 @@ import torch.utils._pytree as pytree
 
 from stage1_eval_frame import logs
 from stage5_inductor_cpp import compile_fx
-from tests.oracle import assert_same_as_eager
+from tests.oracle import assert_same_as_eager, significant_strides
 
 
 def as_python_function(fn, n_args):
@@ -49,17 +49,6 @@ def lowered(state):
         )
 
     return check
-
-
-def significant_strides(tensor) -> list:
-    """The strides that say where elements are: none for an empty tensor, and none of a dim
-    of size 1 (torch's own tests compare the same, `check_significant_strides`)."""
-    if tensor.numel() == 0:
-        return []
-    return [
-        stride if size > 1 else None
-        for size, stride in zip(tensor.shape, tensor.stride(), strict=True)
-    ]
 
 
 def assert_same_strides(actual, expected):
