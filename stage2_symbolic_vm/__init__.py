@@ -7,7 +7,8 @@ into a Trace, with shapes and dtypes computed on meta tensors. Where it
 cannot go on, it raises `Unsupported` with the reason, the line and the VM's
 state: stage 4 turns that into a graph break.
 
-Read first: `vm.py` (the interpreter loop and one handler per opcode), then
+Read first: `vm.py` (the interpreter loop and one handler per opcode, with
+`control_flow.py`'s jumps, loops, returns, generators, `try` and `with`), then
 `variables.py` (what a symbolic value is), `containers.py` (lists, tuples,
 dicts, sets), `iterators.py` (lazy iterators and generators), `tensor_ops.py`
 (how a node is recorded on meta tensors), `operators.py`, `functions.py`,

@@ -28,7 +28,22 @@ def key_of(var: Variable):
     return var  # made in the trace (or a tensor): the Variable stands for its object
 
 
-class SequenceVariable(Variable):
+class ContainerVariable(Variable):
+    """A list, tuple, dict or set. One read from outside is read again (the same object,
+    whose changes side_effects.py writes back); one made in the trace is built."""
+
+    def reconstruct(self, cg):
+        if self.source is not None:
+            cg.load_source(self.source)
+        else:
+            self.build(cg)
+
+    def build(self, cg):
+        """Push a new container of these items (stage 4's bytecode)."""
+        raise NotImplementedError
+
+
+class SequenceVariable(ContainerVariable):
     """Common ground of lists and tuples: a Python list of item Variables."""
 
     def __init__(self, items, source=None):
@@ -69,13 +84,6 @@ class SequenceVariable(Variable):
         if name == "__getitem__" and len(args) == 1:
             return self.getitem(tx, args[0])
         return super().call_method(tx, name, args, kwargs)
-
-    def reconstruct(self, cg):
-        """An outside container is read again (the same object); one made here is built."""
-        if self.source is not None:
-            cg.load_source(self.source)
-        else:
-            self.build(cg)
 
     def build(self, cg):
         cg.build_sequence(self.items, "BUILD_LIST" if self.python_type() is list else "BUILD_TUPLE")
@@ -202,7 +210,7 @@ class ListVariable(SequenceVariable):
         return ConstantVariable(None)
 
 
-class DictVariable(Variable):
+class DictVariable(ContainerVariable):
     """A dict (or an OrderedDict, or a defaultdict) with constant keys and Variable values.
 
     `dict_type` is the class; a defaultdict also keeps its `default_factory` Variable.
@@ -273,12 +281,6 @@ class DictVariable(Variable):
         if handler is None:
             return super().call_method(tx, name, args, kwargs)
         return handler(self, tx, *args, **kwargs)
-
-    def reconstruct(self, cg):
-        if self.source is not None:
-            cg.load_source(self.source)
-        else:
-            self.build(cg)
 
     def build(self, cg):
         def items():
@@ -429,7 +431,7 @@ class DictViewVariable(Variable):
         return f"DictViewVariable({self.kind} of {self.dict_var!r})"
 
 
-class SetVariable(Variable):
+class SetVariable(ContainerVariable):
     """A set or frozenset of constants, kept in insertion order (a dict of key -> Variable)."""
 
     def __init__(self, items, source=None, set_type=set):
@@ -494,12 +496,6 @@ class SetVariable(Variable):
         if isinstance(result, set):
             return SetVariable([variables[k] for k in _ordered(self.items, result)])
         return tx.wrap_constant_result(result, f"set.{name}()")
-
-    def reconstruct(self, cg):
-        if self.source is not None:
-            cg.load_source(self.source)
-        else:
-            self.build(cg)
 
     def build(self, cg):
         items = list(self.items.values())

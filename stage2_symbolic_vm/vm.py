@@ -29,6 +29,7 @@ from stage1_eval_frame.logs import get_logger
 from . import builder, operators, tensor_ops
 from .builtins_table import class_of
 from .containers import DictVariable, ListVariable, SequenceVariable, SetVariable, TupleVariable
+from .control_flow import ControlFlow
 from .errors import Location, ObservedException, Unsupported
 from .functions import SuperVariable, UserFunctionVariable
 from .iterators import GeneratorVariable
@@ -49,12 +50,10 @@ from .variables import (
     NULL,
     CellVariable,
     ConstantVariable,
-    ExceptionVariable,
     LazyVariable,
     ObjectVariable,
     TensorVariable,
     Variable,
-    as_exception,
     is_constant_value,
 )
 
@@ -151,8 +150,9 @@ def output_structure(value: Variable):
     )
 
 
-class InstructionTranslator:
-    """One frame of the symbolic VM. The root frame traces `fn`; children are inlined calls."""
+class InstructionTranslator(ControlFlow):
+    """One frame of the symbolic VM. The root frame traces `fn`; children are inlined calls.
+    The handlers of jumps, loops, returns, `yield`, `try` and `with` are in control_flow.py."""
 
     def __init__(self, code, globals_, trace, parent=None, globals_source=None):
         self.code, self.globals, self.trace, self.parent = code, globals_, trace, parent
@@ -577,77 +577,6 @@ class InstructionTranslator:
         stop, start, container, value = self.pop(), self.pop(), self.pop(), self.pop()
         container.setitem(self, self.make_slice([start, stop]), value)
 
-    # --- jumps ----------------------------------------------------------------------------
-
-    def JUMP_FORWARD(self, inst):
-        self.jump(inst.argval)
-
-    def POP_JUMP_IF_FALSE(self, inst):
-        if not self.truth(self.pop()):
-            self.jump(inst.argval)
-
-    def POP_JUMP_IF_TRUE(self, inst):
-        if self.truth(self.pop()):
-            self.jump(inst.argval)
-
-    def POP_JUMP_IF_NONE(self, inst):
-        if operators.is_same(self.pop(), ConstantVariable(None)):
-            self.jump(inst.argval)
-
-    def POP_JUMP_IF_NOT_NONE(self, inst):
-        if not operators.is_same(self.pop(), ConstantVariable(None)):
-            self.jump(inst.argval)
-
-    def JUMP_IF_FALSE_OR_POP(self, inst):  # 3.11 only: `a and b`
-        if not self.truth(self.stack[-1]):
-            self.jump(inst.argval)
-        else:
-            self.pop()
-
-    def JUMP_IF_TRUE_OR_POP(self, inst):  # 3.11 only: `a or b`
-        if self.truth(self.stack[-1]):
-            self.jump(inst.argval)
-        else:
-            self.pop()
-
-    # --- loops: iterators are lists of Variables, so loops unroll -----------------------------
-
-    def GET_ITER(self, inst):
-        self.push(self.pop().iterate(self))
-
-    def FOR_ITER(self, inst):
-        item = self.stack[-1].next_item(self)
-        if item is not None:
-            self.push(item)
-            return
-        self.pop()
-        self.jump(inst.argval)
-        if (
-            self.instructions[self.ip].opname == "END_FOR"
-        ):  # 3.12: exhaustion skips END_FOR (as ceval does)
-            self.ip += 1
-
-    def END_FOR(self, inst):
-        self.popn(2)
-
-    def UNPACK_SEQUENCE(self, inst):
-        items = self.pop().unpack(self)
-        if len(items) != inst.arg:
-            raise ObservedException(
-                ValueError(f"cannot unpack {len(items)} values into {inst.arg}")
-            )
-        self.stack.extend(reversed(items))
-
-    def UNPACK_EX(self, inst):
-        before, after = inst.arg & 0xFF, inst.arg >> 8
-        items = self.pop().unpack(self)
-        if len(items) < before + after:
-            raise ObservedException(ValueError(f"not enough values to unpack ({len(items)})"))
-        rest = len(items) - after
-        self.stack.extend(reversed(items[rest:]))
-        self.push(ListVariable(items[before:rest]))
-        self.stack.extend(reversed(items[:before]))
-
     # --- building containers and strings ----------------------------------------------------
 
     def BUILD_TUPLE(self, inst):
@@ -756,118 +685,6 @@ class InstructionTranslator:
         fn = UserFunctionVariable(code, self.globals, defaults, kwdefaults, closure)
         fn.globals_source = self.globals_source
         self.push(fn)
-
-    def RETURN_VALUE(self, inst):
-        self.return_value = self.pop()
-        self.done = True
-
-    def RETURN_GENERATOR(self, inst):
-        # The frame of a generator starts here when first resumed; the POP_TOP after this
-        # pops the value that resuming sent (None), so push it.
-        self.push(ConstantVariable(None))
-
-    def YIELD_VALUE(self, inst):
-        self.yielded = self.pop()  # GeneratorVariable.next_item takes it, and resumes us later
-        self.done = True
-
-    def GET_YIELD_FROM_ITER(self, inst):  # `yield from it`
-        self.push(self.pop().iterate(self))
-
-    def SEND(self, inst):
-        # `yield from`: the next item of the iterator below is yielded (YIELD_VALUE follows);
-        # when it is exhausted, its return value takes its place and the loop is left.
-        sent = self.pop()
-        if not (sent.is_python_constant() and sent.as_python_constant() is None):
-            raise Unsupported("unsupported_value", "`.send()` of a value into a generator")
-        item = self.stack[-1].next_item(self)
-        if item is not None:
-            self.push(item)
-            return
-        returned = getattr(self.stack[-1], "returned", None) or ConstantVariable(None)
-        if PY312:  # 3.12: [iterator, value]; END_SEND pops the iterator
-            self.push(returned)
-        else:  # 3.11: the value replaces the iterator
-            self.stack[-1] = returned
-        self.jump(inst.argval)
-
-    def CLEANUP_THROW(self, inst):  # 3.12: an exception out of a `yield from` (never a throw())
-        exception = self.pop().exception
-        if not isinstance(exception, StopIteration):
-            raise ObservedException(exception)
-        self.popn(2)
-        self.push(self.wrap_constant_result(exception.value, "StopIteration.value"))
-
-    def END_SEND(self, inst):
-        value = self.pop()
-        self.pop()
-        self.push(value)
-
-    def RETURN_CONST(self, inst):  # 3.12: LOAD_CONST + RETURN_VALUE
-        self.LOAD_CONST(inst)
-        self.RETURN_VALUE(inst)
-
-    def LOAD_ASSERTION_ERROR(self, inst):
-        # reached only when an `assert` fails: the jump above skips it otherwise
-        self.push(self.wrap(AssertionError, BuiltinSource("AssertionError")))
-
-    # --- exceptions: the code's own `raise`, and its `try`/`except` -------------------------
-
-    def RAISE_VARARGS(self, inst):
-        if inst.arg == 0:  # a bare `raise` in an `except` block: the exception being handled
-            if not self.handled:
-                raise ObservedException(RuntimeError("No active exception to reraise"))
-            raise ObservedException(self.handled[-1].exception)
-        cause = self.pop() if inst.arg == 2 else None
-        exception = as_exception(self.pop())
-        if cause is not None:
-            exception.__cause__ = None if cause.is_python_constant() else as_exception(cause)
-        raise ObservedException(exception, "the function (`raise`)")
-
-    def handle_exception(self, inst, error: ObservedException) -> bool:
-        """Jump to the `except` that covers `inst`, as CPython's exception table says: the
-        stack is cut to the handler's depth, and the exception pushed. False if none does."""
-        entry = next((e for e in self.exception_entries if e.start <= inst.offset < e.end), None)
-        if entry is None:
-            return False
-        del self.stack[entry.depth :]
-        if entry.lasti:
-            self.push(ConstantVariable(inst.offset))
-        self.push(ExceptionVariable(error.exception))
-        self.jump(entry.target)
-        return True
-
-    def PUSH_EXC_INFO(self, inst):
-        exception = self.pop()
-        self.push(self.handled[-1] if self.handled else ConstantVariable(None))
-        self.handled.append(exception)
-        self.push(exception)
-
-    def POP_EXCEPT(self, inst):
-        self.pop()
-        self.handled.pop()
-
-    def CHECK_EXC_MATCH(self, inst):
-        classes = class_of(self.pop())
-        self.push(ConstantVariable(isinstance(self.stack[-1].exception, classes)))
-
-    def RERAISE(self, inst):
-        raise ObservedException(self.pop().exception)
-
-    # --- `with` blocks: the manager's own __enter__ and __exit__ run in the VM ---------------
-
-    def BEFORE_WITH(self, inst):
-        manager = self.pop()
-        exit_ = manager.get_attr(self, "__exit__")
-        self.push(exit_)
-        self.push(manager.get_attr(self, "__enter__").call(self, [], {}))
-
-    def WITH_EXCEPT_START(self, inst):
-        # an exception leaves the block: __exit__(type, value, traceback) says whether to
-        # swallow it; the stack is [__exit__, lasti, previous exception, exception]
-        exception = self.stack[-1]
-        kind = self.wrap(type(exception.exception), None)
-        args = [kind, exception, ConstantVariable(None)]
-        self.push(self.stack[-4].call(self, args, {}))
 
 
 def real_opnames() -> set[str]:
