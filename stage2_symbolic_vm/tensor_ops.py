@@ -111,8 +111,9 @@ def mutated_arguments(target, name, args, kwargs) -> list:
 
 
 def in_place(target, name) -> bool:
-    """`x.add_()`, `torch.relu_()`, `x += 1`, `x[i] = v`; not `operator.and_`, which is `a & b`."""
-    if name in INPLACE_OPERATORS:
+    """`x.add_()`, `torch.relu_()`, `x += 1`, `x.__iadd__(y)`, `x[i] = v`; not `operator.and_`,
+    which is `a & b`."""
+    if name in INPLACE_OPERATORS or name.strip("_") in INPLACE_OPERATORS:
         return True
     return name.endswith("_") and not name.endswith("__") and target not in OPERATORS
 
@@ -243,8 +244,10 @@ def record_call(tx, target, args: list, kwargs: dict):
         "cuda",
     ):  # a meta tensor cannot move; the copy below stands for the moved tensor
         target, meta_args = "clone", meta_args[:1]
+    versions = [t.meta._version for t in tensors]  # an op that writes bumps its target's
     with torch.set_grad_enabled(tx.root().grad_enabled):  # the mode of a `with no_grad()`
         result = run_on_meta(target, meta_args, meta_kwargs, shown)
+    written = [t for t, v in zip(tensors, versions, strict=True) if t.meta._version != v]
     if name == "setitem":  # `x[i] = v` returns None; what it produces is the changed `x`
         result = meta_args[0]
     if not tensors_in_meta(result):
@@ -259,7 +262,9 @@ def record_call(tx, target, args: list, kwargs: dict):
     if not tensors and "device" not in kwargs:  # a factory: made on the default device
         tx.trace.assume("default_device")
     same = next((v for v in tensors if v.meta is result), None)
-    changes = mutated_arguments(target, name, args, kwargs)
+    # What the op writes: by its name and arguments, and by the meta run itself (an op that
+    # writes in place bumps its tensor's version counter: `x.__iadd__(y)` too).
+    changes = mutated_arguments(target, name, args, kwargs) or written
     if same is not None and not changes:
         if device == same.device:
             return same  # `x.contiguous()`, `x.to(x.dtype)`: the op returned its input unchanged

@@ -14,16 +14,25 @@ import re
 from stage1_eval_frame import skip_code
 
 _serial = itertools.count()
+_sources: list[str] = []  # the linecache entries we made, so that a reset can drop them
 
 
 def compile_function(source: str, name: str, namespace: dict):
     """Define the function `name` written in `source`, with `namespace` as its globals."""
     filename = f"<minidynamo {name} #{next(_serial)}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    _sources.append(filename)
     exec(compile(source, filename, "exec"), namespace)  # our own generated code
     function = namespace[name]
     skip_code(function.__code__)
     return function
+
+
+def forget_sources():
+    """Drop the source text of every function generated so far (a reset gives memory back)."""
+    for filename in _sources:
+        linecache.cache.pop(filename, None)
+    _sources.clear()
 
 
 def identifier(text: str) -> str:

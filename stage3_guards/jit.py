@@ -22,6 +22,7 @@ from stage1_eval_frame import set_eval_frame, skip_code
 from stage1_eval_frame.logs import get_logger
 
 from .cache import CacheEntry, FrameCache, counters
+from .codegen import forget_sources
 from .guard_function import compile_guards
 from .guards import build_guards
 from .replay import argument_names, compile_replay
@@ -103,3 +104,4 @@ def reset():
     for cache in _caches.values():
         cache.clear()
     counters.reset()
+    forget_sources()

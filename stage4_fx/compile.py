@@ -25,11 +25,12 @@ import stage3_guards
 from stage1_eval_frame import set_eval_frame, skip_code
 from stage1_eval_frame.logs import get_logger
 from stage3_guards import FrameCache, counters
+from stage3_guards.codegen import forget_sources
 
 from . import resume
 from .backends import lookup_backend
 from .breaks import GraphBreak
-from .convert import CompiledFrame, convert_frame
+from .convert import INSTALLED, CompiledFrame, convert_frame
 from .graph import format_graph
 
 bytecode_log = get_logger("bytecode")
@@ -156,11 +157,17 @@ skip_code(CompiledModule.forward.__code__)
 
 
 def reset():
-    """Drop every cache: compiled frames, resume functions, counters (torch._dynamo.reset())."""
+    """Drop every cache: compiled frames, resume functions, counters (torch._dynamo.reset()),
+    and give back what compiling took: the compiled graphs put in the user's globals, the
+    source text of the generated guard functions."""
     for options in list(_live_options):
         options.caches.clear()
+    for globals_, name in INSTALLED:
+        globals_.pop(name, None)
+    INSTALLED.clear()
     resume.clear_cache()
     counters.reset()
+    forget_sources()
 
 
 def log_frame(entry: CompiledFrame):

@@ -63,6 +63,7 @@ from .resume import (
 
 _serial = itertools.count(1)
 RESULT = "___result"
+INSTALLED: list[tuple[dict, str]] = []  # (globals, name) of every compiled graph, for reset()
 
 
 @dataclass(eq=False)
@@ -250,12 +251,31 @@ def install_compiled_graph(frame, options, captured: CapturedGraph) -> str:
     example_inputs = [source.get(L, G, F) for source in captured.sources]
     try:
         compiled = options.backend(captured.gm, example_inputs)
-    except Exception as error:  # the cache would run the frame eagerly; the callback raises this
+    except Exception as error:  # raised to the caller, on every call (a CompileError)
         where = f"{frame.code.co_qualname} ({frame.code.co_filename}:{frame.code.co_firstlineno})"
         raise BackendCompilerFailed(options.backend, error, where) from error
+    where = f"{frame.code.co_qualname} ({frame.code.co_filename}:{frame.code.co_firstlineno})"
+    if not callable(compiled):
+        error = TypeError(f"it returned {compiled!r}, not a callable that runs the graph")
+        raise BackendCompilerFailed(options.backend, error, where)
     name = f"__compiled_fn_{next(_serial)}"
     # The graph must not be traced again: run it with the hook off.
-    frame.globals[name] = functools.partial(call_unhooked, compiled)
+    runner = functools.partial(call_unhooked, compiled)
+
+    def first_call(*args):
+        """Check, once, that the backend's callable returns one value per graph output (the
+        new bytecode indexes them): a clear error, not an IndexError in generated code."""
+        outputs = runner(*args)
+        expected = len(captured.outputs)
+        if not isinstance(outputs, (tuple, list)) or len(outputs) != expected:
+            got = f"{len(outputs)} values" if isinstance(outputs, (tuple, list)) else outputs
+            error = TypeError(f"its callable returned {got!r}; the graph has {expected} outputs")
+            raise BackendCompilerFailed(options.backend, error, where)
+        frame.globals[name] = runner  # later calls go straight to the compiled graph
+        return outputs
+
+    frame.globals[name] = first_call
+    INSTALLED.append((frame.globals, name))
     return name
 
 

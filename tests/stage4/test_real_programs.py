@@ -322,3 +322,46 @@ def test_list_backends_lists_the_inductors():
     import stage6_inductor_triton
 
     assert stage4_fx.lookup_backend("inductor") is stage6_inductor_triton.inductor
+
+
+def test_in_place_dunders_change_the_tensor():
+    def f(x, y):
+        x.__iadd__(y)
+        x.__imul__(2)
+        x.__isub__(y)
+        return x
+
+    assert_same_as_eager(stage4_fx.compile(f), f, torch.ones(3), torch.ones(3))
+
+
+@pytest.mark.parametrize(
+    "backend, says",
+    [
+        (lambda gm, inputs: None, "not a callable"),
+        (lambda gm, inputs: 42, "not a callable"),
+        (lambda gm, inputs: lambda *args: (), "returned ()"),
+        (lambda gm, inputs: lambda *args: (1, 2, 3), "3 values"),
+    ],
+)
+def test_a_backend_that_returns_the_wrong_thing_is_told_so(backend, says):
+    compiled = stage4_fx.compile(lambda x: x + 1, backend=backend)
+    with pytest.raises(stage4_fx.BackendCompilerFailed, match=says):
+        compiled(torch.ones(2))
+
+
+def test_reset_gives_back_the_compiled_graphs_and_the_generated_sources():
+    import linecache
+
+    def f(x):
+        return x * 2
+
+    compiled = stage4_fx.compile(f)
+    compiled(torch.ones(2))
+    installed = [name for name in globals() if name.startswith("__compiled_fn_")]
+    assert installed
+    generated = [name for name in linecache.cache if name.startswith("<minidynamo ")]
+    assert generated
+    stage4_fx.reset()
+    assert not [name for name in globals() if name.startswith("__compiled_fn_")]
+    left = [name for name in linecache.cache if name.startswith("<minidynamo ")]
+    assert not left, left
