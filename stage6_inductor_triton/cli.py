@@ -11,6 +11,7 @@ the same report behind `TORCH_LOGS=+dynamo,graph_code,output_code`.
 """
 
 import argparse
+import importlib.machinery
 import importlib.util
 import inspect
 import logging
@@ -88,7 +89,10 @@ def load_script(path: str):
     It is in sys.modules while it runs (dataclasses look themselves up there), and
     whatever had its name there before comes back after."""
     name = os.path.splitext(os.path.basename(path))[0]
-    spec = importlib.util.spec_from_file_location(name, path)
+    # Any file name: `spec_from_file_location` gives no loader for a file not named `.py`, and
+    # a file that is not Python then fails as a SyntaxError, which the user is shown.
+    loader = importlib.machinery.SourceFileLoader(name, path)
+    spec = importlib.util.spec_from_loader(name, loader)
     module = importlib.util.module_from_spec(spec)
     previous = sys.modules.get(name)
     sys.modules[name] = module

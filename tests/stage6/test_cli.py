@@ -145,6 +145,18 @@ def test_a_script_that_raises_at_import(tmp_path, capsys):
     assert "ValueError: no data file" in err and "importlib" not in err
 
 
+@pytest.mark.parametrize(
+    "name, content", [("notes.txt", b"this is not python {\n"), ("program", b"\x7fELF\x00\x01")]
+)
+def test_a_file_that_is_not_python_is_said_so(tmp_path, capsys, name, content):
+    path = tmp_path / name
+    path.write_bytes(content)
+    assert cli.main(["explain", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert "SyntaxError" in err and "Traceback" not in err and "importlib" not in err
+    assert err.endswith(f"minidynamo: error: {name} raised SyntaxError\n")
+
+
 def test_help_explains_the_commands():
     result = run_command("--help")
     assert result.returncode == 0
