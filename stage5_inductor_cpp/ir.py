@@ -15,6 +15,7 @@ general case; affine keeps the IR printable and the codegen simple).
 
 import contextlib
 import dataclasses
+import threading
 from collections.abc import Callable
 
 import torch
@@ -109,14 +110,17 @@ class Layout:
 # ----------------------------------------------------------------------------- the ops handler
 
 
-class _OpsProxy:
-    """`ops.sin(x)` forwards to whichever handler is installed (inductor's `V.ops`)."""
+class _OpsProxy(threading.local):
+    """`ops.sin(x)` forwards to whichever handler is installed (inductor's `V.ops`).
+
+    The handler is per thread: two threads compiling at once each write their own kernel
+    (inductor's `V` is thread-local for the same reason)."""
 
     handler = None
 
     def __getattr__(self, name):
         # Resolved at call time, so `ops.sin` can be stored in a lowering before any handler.
-        return lambda *args: getattr(_OpsProxy.handler, name)(*args)
+        return lambda *args: getattr(ops.handler, name)(*args)
 
 
 ops = _OpsProxy()
@@ -124,11 +128,11 @@ ops = _OpsProxy()
 
 @contextlib.contextmanager
 def set_handler(handler):
-    previous, _OpsProxy.handler = _OpsProxy.handler, handler
+    previous, ops.handler = ops.handler, handler
     try:
         yield handler
     finally:
-        _OpsProxy.handler = previous
+        ops.handler = previous
 
 
 class ReadsCollector:

@@ -24,7 +24,7 @@ from stage1_eval_frame.logs import get_logger
 from stage5_inductor_cpp import cache
 
 from .codegen_triton import KernelShape, triton_next_power_of_2
-from .runtime import source_dir
+from .runtime import INTERPRETER_LOCK, source_dir
 
 log = get_logger("kernels")
 
@@ -100,11 +100,14 @@ class KernelLauncher:
         self.launch(self.config, args, grid)
 
     def launch(self, config: Config, args, grid):
-        with warnings.catch_warnings():
+        kernel = self.fns[config.looped]
+        if not self.interpreted:
+            kernel[grid(config.meta)](*args, **config.meta, num_warps=config.num_warps)
+            return
+        with INTERPRETER_LOCK, warnings.catch_warnings():  # one interpreter per process
             # The interpreter's numpy warns about NaN and inf (log(0), 0/0), which are
             # results here as in torch, also in masked-off lanes that are never stored.
             warnings.simplefilter("ignore", RuntimeWarning)
-            kernel = self.fns[config.looped]
             kernel[grid(config.meta)](*args, **config.meta, num_warps=config.num_warps)
 
     def choose(self, args, grid) -> Config:

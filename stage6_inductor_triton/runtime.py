@@ -32,6 +32,7 @@ import functools
 import hashlib
 import importlib.util
 import sys
+import threading
 import types
 
 import torch
@@ -51,6 +52,12 @@ def source_path(source: str):
     return source_dir() / f"{key}.py", key
 
 
+# Triton's interpreter is one per process: the `interpret` knob, and the functions of
+# `triton.language` it swaps for its own while a kernel runs. Loading a module and running an
+# interpreted kernel hold this lock, so that threads compiling at once never see each other's.
+INTERPRETER_LOCK = threading.Lock()
+
+
 @functools.cache
 def load_module(source: str, interpreted: bool) -> types.ModuleType:
     """Import `source` (written to the cache directory once); interpreted for CPU tensors."""
@@ -62,7 +69,7 @@ def load_module(source: str, interpreted: bool) -> types.ModuleType:
     spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module  # inspect.getsource finds the file through the module
-    with triton.knobs.runtime.scope():
+    with INTERPRETER_LOCK, triton.knobs.runtime.scope():  # the knob is the whole process's
         triton.knobs.runtime.interpret = interpreted
         spec.loader.exec_module(module)
     if interpreted:

@@ -365,3 +365,31 @@ def test_reset_gives_back_the_compiled_graphs_and_the_generated_sources():
     assert not [name for name in globals() if name.startswith("__compiled_fn_")]
     left = [name for name in linecache.cache if name.startswith("<minidynamo ")]
     assert not left, left
+
+
+def test_a_compile_error_is_raised_in_its_own_thread_only():
+    import threading
+
+    def picky(gm, example_inputs):
+        if example_inputs[0].shape[0] == 3:
+            raise ValueError("no graphs of 3 rows")
+        return gm.forward
+
+    compiled = stage4_fx.compile(lambda x: x * 2, backend=picky)
+    outcomes = {}
+
+    def call(rows):
+        try:
+            for _ in range(20):
+                compiled(torch.ones(rows))
+            outcomes[rows] = "ok"
+        except stage4_fx.BackendCompilerFailed as error:
+            outcomes[rows] = str(error)
+
+    threads = [threading.Thread(target=call, args=(rows,)) for rows in (3, 4, 5, 6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert "no graphs of 3 rows" in outcomes[3]
+    assert [outcomes[rows] for rows in (4, 5, 6)] == ["ok"] * 3
