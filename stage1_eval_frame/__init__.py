@@ -19,7 +19,14 @@ if not ((3, 11) <= sys.version_info[:2] <= (3, 12)):
         "Its frame hook reads CPython's internal frame layout, which changes between versions."
     )
 
-from ._eval_frame import Frame, call_unhooked, get_eval_frame, set_eval_frame, skip_code
+from ._eval_frame import (
+    Frame,
+    call_unhooked,
+    evaluator,
+    get_eval_frame,
+    set_eval_frame,
+    skip_code,
+)
 from .hook import disabled, eval_frame
 
 __all__ = [
@@ -27,6 +34,7 @@ __all__ = [
     "call_unhooked",
     "disabled",
     "eval_frame",
+    "evaluator",
     "get_eval_frame",
     "set_eval_frame",
     "skip_code",

@@ -26,6 +26,11 @@
  *      the evaluator -- see finish_without_running().
  *   3. The hook is per interpreter in CPython; we make it per thread by
  *      keeping the callback in thread-local storage.
+ * And one consequence: while our evaluator is installed, CPython no longer
+ * runs a Python call inside the caller's C frame ("inlining"), so every Python
+ * frame costs C stack. Deep recursion would overflow the C stack where plain
+ * CPython would not, so the evaluator steps aside when a thread is deep (see
+ * run_frame()).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -50,17 +55,35 @@
 #endif
 
 /* ---- Per-thread state ---------------------------------------------------
- * The callback of this thread (a strong reference, or NULL) and whether the
- * callback is running right now: while it runs, every frame -- including the
- * callback's own -- passes straight through, so it cannot recurse into
- * itself. torch keeps the same two facts in thread-locals. */
+ * The callback of this thread (borrowed: the thread's CallbackHolder owns it,
+ * see below) and whether the callback is running right now: while it runs,
+ * every frame -- including the callback's own -- passes straight through, so
+ * it cannot recurse into itself. torch keeps the same two facts in
+ * thread-locals. `thread_depth` counts the frames this thread runs through our
+ * evaluator, one inside the other. */
 static _Thread_local PyObject *thread_callback = NULL;
 static _Thread_local int thread_paused = 0;
+static _Thread_local int thread_depth = 0;
 
 /* How many threads have a callback. The evaluator is installed while one
  * does, so that a program not using the hook runs at full speed: with a
  * custom evaluator, CPython stops inlining Python-to-Python calls. */
 static Py_ssize_t threads_with_callback = 0;
+
+/* The evaluator before ours: CPython's, or another tool's (torch.compile
+ * installs its own). Frames we let run go to it, and it comes back when no
+ * thread has a callback. */
+static _PyFrameEvalFunction previous_eval = NULL;
+
+/* Frames deeper than this in one thread run without our evaluator: each
+ * hooked frame costs C stack (about 1 kB) and, on 3.12, two units of
+ * CPython's C-recursion budget (1500), which plain CPython does not spend.
+ * While a thread is that deep, the evaluator steps aside for every thread
+ * (the hook is per interpreter): the frames below run as CPython runs them,
+ * uncompiled, and a warning says so once. */
+#define MAX_HOOKED_DEPTH 400
+static Py_ssize_t threads_too_deep = 0;
+static int warned_too_deep = 0;
 
 /* Code objects marked by skip_code() carry this in their "extra" slot, an
  * array CPython reserves on code objects for tools like us (PEP 523). */
@@ -263,12 +286,48 @@ is_hookable(_PyInterpreterFrame *frame, int throwflag)
 }
 
 /* ---- The evaluator ------------------------------------------------------ */
+static void update_installed_evaluator(void);
+
+/* Run a frame with the evaluator before ours, counting how deep this thread
+ * is. The frame that reaches MAX_HOOKED_DEPTH uninstalls our evaluator for as
+ * long as it runs: everything it calls runs (and recurses) as in plain
+ * CPython. */
+static PyObject *
+run_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwflag)
+{
+    int stepped_aside = ++thread_depth == MAX_HOOKED_DEPTH;
+    if (stepped_aside) {
+        threads_too_deep++;
+        update_installed_evaluator();
+        if (!warned_too_deep && !PyErr_Occurred()) { /* not while an error is thrown in */
+            warned_too_deep = 1;
+            PyCodeObject *code = frame->f_code; /* the warning points at the deep function */
+            PyObject *message = PyUnicode_FromString(
+                "minidynamo: frames nested deeper than 400 run without the frame hook (as "
+                "plain Python), so that deep recursion does not overflow the C stack");
+            if (message == NULL || PyErr_WarnExplicitObject(PyExc_RuntimeWarning, message,
+                                                            code->co_filename,
+                                                            code->co_firstlineno, NULL, NULL) < 0) {
+                PyErr_Clear(); /* a warning turned into an error: the frame still runs */
+            }
+            Py_XDECREF(message);
+        }
+    }
+    PyObject *result = previous_eval(tstate, frame, throwflag);
+    thread_depth--;
+    if (stepped_aside) {
+        threads_too_deep--;
+        update_installed_evaluator();
+    }
+    return result;
+}
+
 static PyObject *
 minidynamo_eval(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwflag)
 {
     PyObject *callback = thread_callback;
     if (callback == NULL || thread_paused || !is_hookable(frame, throwflag)) {
-        return _PyEval_EvalFrameDefault(tstate, frame, throwflag);
+        return run_frame(tstate, frame, throwflag);
     }
 
     /* Ask the callback, with the hook paused for this thread. The callback
@@ -286,7 +345,7 @@ minidynamo_eval(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwflag
     if (replacement == Py_None) {
         Py_DECREF(replacement);
         Py_DECREF(snapshot);
-        return _PyEval_EvalFrameDefault(tstate, frame, throwflag);
+        return run_frame(tstate, frame, throwflag);
     }
     if (replacement != NULL && !PyCallable_Check(replacement)) {
         PyErr_Format(PyExc_TypeError,
@@ -316,9 +375,47 @@ static void
 update_installed_evaluator(void)
 {
     PyInterpreterState *interp = PyInterpreterState_Get();
-    _PyInterpreterState_SetEvalFrameFunc(
-        interp, threads_with_callback > 0 ? minidynamo_eval : _PyEval_EvalFrameDefault);
+    int wanted = threads_with_callback > 0 && threads_too_deep == 0;
+    _PyFrameEvalFunction current = _PyInterpreterState_GetEvalFrameFunc(interp);
+    if (wanted && current != minidynamo_eval) {
+        previous_eval = current; /* CPython's, or another tool's: we give it back */
+        _PyInterpreterState_SetEvalFrameFunc(interp, minidynamo_eval);
+    }
+    else if (!wanted && current == minidynamo_eval) {
+        _PyInterpreterState_SetEvalFrameFunc(interp, previous_eval);
+    }
 }
+
+/* A thread's callback is owned by a small object in the thread's state dict
+ * (PyThreadState_GetDict), so that when the thread ends -- CPython clears that
+ * dict -- the callback is released and the thread stops counting, even if it
+ * never turned the hook off. `thread_callback` is a fast borrowed copy. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *callback;
+} HolderObject;
+
+static void
+holder_dealloc(HolderObject *self)
+{
+    if (self->callback != NULL) {
+        threads_with_callback--;
+        update_installed_evaluator();
+        Py_CLEAR(self->callback);
+    }
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyTypeObject HolderType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "stage1_eval_frame._CallbackHolder",
+    .tp_doc = "Owns a thread's callback; released with the thread's state.",
+    .tp_basicsize = sizeof(HolderObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_dealloc = (destructor)holder_dealloc,
+};
+
+static PyObject *holder_key = NULL; /* the key of the holder in the thread's state dict */
 
 static PyObject *
 set_eval_frame(PyObject *Py_UNUSED(module), PyObject *callback)
@@ -329,11 +426,47 @@ set_eval_frame(PyObject *Py_UNUSED(module), PyObject *callback)
                      Py_TYPE(callback)->tp_name);
         return NULL;
     }
-    PyObject *previous = thread_callback; /* our reference passes to the caller */
-    thread_callback = callback == Py_None ? NULL : Py_NewRef(callback);
-    threads_with_callback += (thread_callback != NULL) - (previous != NULL);
+    PyObject *thread_dict = PyThreadState_GetDict();
+    if (thread_dict == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "set_eval_frame(): no thread state");
+        return NULL;
+    }
+    PyObject *previous = Py_NewRef(thread_callback != NULL ? thread_callback : Py_None);
+    if (callback == Py_None) {
+        thread_callback = NULL;
+        if (PyDict_DelItem(thread_dict, holder_key) < 0) { /* the holder lets go */
+            PyErr_Clear();                                /* there was none */
+        }
+        return previous;
+    }
+    HolderObject *holder = PyObject_New(HolderObject, &HolderType);
+    if (holder == NULL) {
+        Py_DECREF(previous);
+        return NULL;
+    }
+    holder->callback = Py_NewRef(callback);
+    threads_with_callback++;
+    thread_callback = callback;
+    /* Replacing an older holder releases its callback (and uncounts it). */
+    int failed = PyDict_SetItem(thread_dict, holder_key, (PyObject *)holder);
+    Py_DECREF(holder);
     update_installed_evaluator();
-    return previous != NULL ? previous : Py_NewRef(Py_None);
+    if (failed < 0) {
+        Py_DECREF(previous);
+        return NULL;
+    }
+    return previous;
+}
+
+/* evaluator(): which evaluator the interpreter uses now, for tests and curious readers. */
+static PyObject *
+evaluator(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored))
+{
+    _PyFrameEvalFunction current = _PyInterpreterState_GetEvalFrameFunc(PyInterpreterState_Get());
+    const char *name = current == minidynamo_eval           ? "minidynamo"
+                       : current == _PyEval_EvalFrameDefault ? "default"
+                                                              : "another tool's";
+    return PyUnicode_FromString(name);
 }
 
 static PyObject *
@@ -378,6 +511,8 @@ static PyMethodDef module_methods[] = {
     {"set_eval_frame", set_eval_frame, METH_O,
      "set_eval_frame(callback) -> previous callback of this thread (None to turn the hook off)"},
     {"get_eval_frame", get_eval_frame, METH_NOARGS, "The callback of this thread, or None."},
+    {"evaluator", evaluator, METH_NOARGS,
+     "Which frame evaluator the interpreter uses now: 'minidynamo', 'default', or another's."},
     {"skip_code", skip_code, METH_O,
      "Never show frames of this code object to the callback (they run as usual)."},
     {"call_unhooked", (PyCFunction)(void (*)(void))call_unhooked,
@@ -396,7 +531,12 @@ static struct PyModuleDef module_def = {
 PyMODINIT_FUNC
 PyInit__eval_frame(void)
 {
-    if (PyType_Ready(&FrameType) < 0) {
+    if (PyType_Ready(&FrameType) < 0 || PyType_Ready(&HolderType) < 0) {
+        return NULL;
+    }
+    previous_eval = _PyEval_EvalFrameDefault;
+    holder_key = PyUnicode_InternFromString("minidynamo.callback");
+    if (holder_key == NULL) {
         return NULL;
     }
     skip_index = _PyEval_RequestCodeExtraIndex(NULL);

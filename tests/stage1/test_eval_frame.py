@@ -3,9 +3,12 @@
 import asyncio
 import gc
 import inspect
+import subprocess
 import sys
 import threading
 import tracemalloc
+import warnings
+import weakref
 
 import pytest
 from hypothesis import given
@@ -322,6 +325,41 @@ def test_threads_are_isolated():
     assert "worker_function" not in seen
 
 
+def test_a_thread_that_ends_with_the_hook_on_gives_its_callback_back():
+    class Callback:
+        def __call__(self, frame):
+            return None
+
+    callback = Callback()
+    alive = weakref.ref(callback)
+
+    def forget_to_turn_it_off():
+        ef.set_eval_frame(callback)
+
+    thread = threading.Thread(target=forget_to_turn_it_off)
+    del callback
+    thread.start()
+    thread.join()
+    gc.collect()
+    assert alive() is None  # released with the thread's state
+    assert ef.evaluator() == "default"  # and no thread has a callback any more
+
+
+def test_turning_the_hook_off_restores_another_tools_evaluator():
+    torch_eval_frame = pytest.importorskip("torch._C._dynamo.eval_frame")
+    # torch.compile's own C evaluator, in its "run only" mode (False): it compiles nothing
+    previous = torch_eval_frame.set_eval_frame(False)
+    try:
+        assert ef.evaluator() == "another tool's"
+        with ef.eval_frame(passthrough):
+            assert ef.evaluator() == "minidynamo"
+            assert recurse(5) == 5
+        assert ef.evaluator() == "another tool's"
+    finally:
+        torch_eval_frame.set_eval_frame(previous)
+    assert ef.evaluator() == "default"
+
+
 def test_a_callback_set_in_another_thread_is_not_seen_here():
     started, stop = threading.Event(), threading.Event()
     seen = []
@@ -366,11 +404,61 @@ def recurse(n):
 
 
 def test_recursion_gives_the_same_result():
-    # 3.12 charges each evaluator entry to CPython's C-stack budget (1500 units,
-    # 2 per entry), so a hooked recursion ends near 750 rather than 1000 frames.
     depth = 600
     with ef.eval_frame(passthrough):
         assert recurse(depth) == depth
+
+
+def deepest(limit: int) -> int:
+    """How deep `recurse` gets below this frame before RecursionError."""
+    low, high = 0, limit
+    while low < high:
+        middle = (low + high + 1) // 2
+        try:
+            recurse(middle)
+            low = middle
+        except RecursionError:
+            high = middle - 1
+    return low
+
+
+def test_the_hook_does_not_lower_the_recursion_limit():
+    # Hooked frames cost C stack (and, on 3.12, two units each of CPython's C-recursion
+    # budget of 1500): past MAX_HOOKED_DEPTH the evaluator steps aside, so a hooked
+    # recursion gets as deep as a plain one (3.12 used to stop near 750 of 1000).
+    plain = deepest(sys.getrecursionlimit())
+    with warnings.catch_warnings(), ef.eval_frame(passthrough):
+        warnings.simplefilter("ignore", RuntimeWarning)  # "deeper than 400", once a process
+        hooked = deepest(sys.getrecursionlimit())
+    assert hooked >= plain - 5
+    assert ef.evaluator() == "default"  # and it comes back off
+
+
+DEEP_RECURSION = """
+import sys
+import stage1_eval_frame as ef
+
+sys.setrecursionlimit(200_000)
+
+
+def recurse(n):
+    return 0 if n == 0 else 1 + recurse(n - 1)
+
+
+with ef.eval_frame(lambda frame: None):
+    print(recurse(100_000))
+"""
+
+
+def test_deep_recursion_below_a_raised_limit_returns_as_in_eager():
+    # 100,000 hooked frames used to overflow the C stack: SIGSEGV, where eager returns.
+    result = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", DEEP_RECURSION],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert (result.returncode, result.stdout) == (0, "100000\n"), result.stderr
 
 
 def test_an_endless_chain_of_replacements_raises_recursion_error():
