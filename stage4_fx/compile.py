@@ -27,7 +27,7 @@ from stage1_eval_frame.logs import get_logger
 from stage3_guards import FrameCache, counters
 from stage3_guards.codegen import forget_sources
 
-from . import resume
+from . import graph, resume
 from .backends import lookup_backend
 from .breaks import GraphBreak
 from .convert import INSTALLED, CompiledFrame, convert_frame
@@ -168,6 +168,7 @@ def reset():
     resume.clear_cache()
     counters.reset()
     forget_sources()
+    graph.forget_sources()
 
 
 def log_frame(entry: CompiledFrame):

@@ -17,6 +17,7 @@ break); nodes that feed none of them are removed. torch/_dynamo builds its
 graph in output_graph.py while tracing; we build it after, from the trace.
 """
 
+import linecache
 import re
 from dataclasses import dataclass
 
@@ -83,7 +84,22 @@ def build_graph(trace: Trace, needed: list[Node]) -> CapturedGraph | None:
             graph.erase_node(fx_nodes[node])
     sources = [n.source for n in inputs if fx_nodes[n].graph is graph and fx_nodes[n].users]
     graph.lint()
-    return CapturedGraph(torch.fx.GraphModule(torch.nn.Module(), graph), sources, outputs)
+    gm = torch.fx.GraphModule(torch.nn.Module(), graph)
+    SOURCES.append(type(gm).forward.__code__.co_filename)
+    return CapturedGraph(gm, sources, outputs)
+
+
+# The `<eval_with_key>` names under which torch.fx keeps each graph's Python source (in
+# linecache, and in its loader), so that a reset can give that memory back.
+SOURCES: list[str] = []
+
+
+def forget_sources():
+    """Drop the source text torch.fx keeps for every graph built so far."""
+    for key in SOURCES:
+        linecache.cache.pop(key, None)
+        torch.fx.graph_module._loader.eval_cache.pop(key, None)  # fx's private cache
+    SOURCES.clear()
 
 
 def _is_impure(node: torch.fx.Node) -> bool:

@@ -55,6 +55,27 @@ class Wrapped(nn.Module):
         return x * scale
 
 
+def breaks_first(func):
+    """A wrapper that breaks the graph before it reads `args`: the resume function must get them
+    (it read an empty slot: UnboundLocalError on 3.11, a segfault on 3.12)."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        print(end="")
+        return func(*args, **kwargs)
+
+    return wrapper
+
+
+@breaks_first
+def scaled(x, scale=1.0):
+    return x * scale
+
+
+def test_a_wraps_wrapper_that_breaks_first_passes_its_arguments_on():
+    assert_same_as_eager(stage4_fx.compile(scaled), scaled, torch.randn(3), 2.0)
+
+
 def test_a_wraps_wrapper_is_bound_by_its_own_parameters():
     model = Wrapped()
     x = torch.randn(3)
@@ -393,3 +414,31 @@ def test_a_compile_error_is_raised_in_its_own_thread_only():
         thread.join()
     assert "no graphs of 3 rows" in outcomes[3]
     assert [outcomes[rows] for rows in (4, 5, 6)] == ["ok"] * 3
+
+
+def test_a_thousand_compile_and_reset_rounds_keep_memory_flat():
+    import gc
+    import linecache
+    import os
+
+    def resident_mb():
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+    def rounds(first, count):
+        for i in range(first, first + count):
+            namespace = {"torch": torch}
+            source = f"def f(x):\n    y = x * {i % 7 + 1}\n    print(end='')\n    return y + 1\n"
+            exec(source, namespace)  # a new function, with a graph break: two frames to compile
+            stage4_fx.compile(namespace["f"])(torch.ones(4))
+            stage4_fx.reset()
+
+    rounds(0, 100)  # warm up: imports, caches, allocator pools
+    gc.collect()
+    before, entries = resident_mb(), len(linecache.cache)
+    rounds(100, 1000)
+    gc.collect()
+    # Measured: about +0.5 MB for these 1,000 rounds; before the reset gave everything back,
+    # every round kept its compiled graphs in `globals` and its generated sources (+2 MB).
+    assert resident_mb() - before < 4.0
+    assert len(linecache.cache) <= entries
