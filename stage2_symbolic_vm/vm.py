@@ -543,6 +543,12 @@ class InstructionTranslator(ControlFlow):
             self.LIST_TO_TUPLE(inst)
         elif inst.argrepr == "INTRINSIC_UNARY_POSITIVE":
             self.push(operators.unary_op(self, operator.pos, self.pop()))
+        elif inst.argrepr == "INTRINSIC_STOPITERATION_ERROR":
+            # a StopIteration escaping a generator's body becomes a RuntimeError (PEP 479)
+            error = self.pop().exception
+            if isinstance(error, StopIteration):
+                error = RuntimeError("generator raised StopIteration")
+            self.push(ExceptionVariable(error))
         else:
             raise Unsupported("unsupported_opcode", f"no handler for {inst.argrepr}")
 
