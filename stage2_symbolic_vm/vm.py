@@ -50,6 +50,7 @@ from .variables import (
     NULL,
     CellVariable,
     ConstantVariable,
+    ExceptionVariable,
     LazyVariable,
     ObjectVariable,
     TensorVariable,
