@@ -121,6 +121,18 @@ def in_place(target, name) -> bool:
 OPERATORS = {f for f in vars(operator).values() if callable(f)}
 
 
+def realized(tx, value):
+    """`value` with every item of its dicts read (a dict from outside wraps its values only
+    when they are used: here they are)."""
+    if isinstance(value, DictVariable):
+        for key in list(value.items):
+            realized(tx, value.value(tx, key))
+    elif isinstance(value, SequenceVariable):
+        for item in value.items:
+            realized(tx, item)
+    return value
+
+
 def to_values(value, meta: bool):
     """Variables -> what the op is called with: meta tensors (meta=True) or trace nodes."""
     if isinstance(value, TensorVariable):
@@ -226,6 +238,8 @@ def record_call(tx, target, args: list, kwargs: dict):
     name = op_name(target)
     shown = f"`.{name}()`" if isinstance(target, str) else f"`{target_name(target)}`"
     check_traceable(target, name, args, kwargs)
+    for value in [*args, *kwargs.values()]:
+        realized(tx, value)
     tensors = tensor_variables([*args, *kwargs.values()])
     if not tensors and name not in FACTORIES:
         raise Unsupported("untraceable_call", f"{shown} called without a tensor argument")

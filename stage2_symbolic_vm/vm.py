@@ -131,7 +131,7 @@ def trace(fn, *args, **kwargs) -> Trace:
             f"the function changes {tx.side_effects.describe()}: a replay of the trace alone "
             "would lose the change (stage 4 writes such changes back)",
         )
-    tx.trace.output = output_structure(output)
+    tx.trace.output = output_structure(tensor_ops.realized(tx, output))
     log.info("traced %s:\n%s", code.co_qualname, tx.trace)
     return tx.trace
 

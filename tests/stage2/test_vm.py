@@ -215,3 +215,10 @@ def test_random_ops_are_recorded_in_program_order():
     expected = f(torch.ones(2, 4))
     torch.manual_seed(0)
     assert_equal_values(replay(recorded, f, torch.ones(2, 4)), expected)
+
+
+def test_a_dict_argument_read_only_in_part_is_returned_whole():
+    def f(d):
+        return {"a": d["a"] * 2, "d": d}, torch.stack(list(d.values()))
+
+    check_replay(f, {"a": torch.ones(2), "b": torch.zeros(2)})
