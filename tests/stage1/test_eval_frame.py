@@ -330,17 +330,19 @@ def test_a_thread_that_ends_with_the_hook_on_gives_its_callback_back():
         def __call__(self, frame):
             return None
 
-    callback = Callback()
-    alive = weakref.ref(callback)
+    seen = []
 
-    def forget_to_turn_it_off():
-        ef.set_eval_frame(callback)
+    def forget_to_turn_it_off(callbacks):
+        ef.set_eval_frame(callbacks.pop())
+        seen.append(ef.evaluator())  # the hook is on in this thread
 
-    thread = threading.Thread(target=forget_to_turn_it_off)
-    del callback
+    callbacks = [Callback()]
+    alive = weakref.ref(callbacks[0])
+    thread = threading.Thread(target=forget_to_turn_it_off, args=(callbacks,))
     thread.start()
     thread.join()
     gc.collect()
+    assert seen == ["minidynamo"]
     assert alive() is None  # released with the thread's state
     assert ef.evaluator() == "default"  # and no thread has a callback any more
 
