@@ -7,12 +7,14 @@ The compiled code is specialised to the inputs' sizes, strides and dtypes (and t
 values of Python-number inputs); a call with different ones compiles another
 specialisation. Graphs the kernels cannot run are run by torch, whole: graphs that
 write into their inputs (or into tensors that others see), that need autograd, that
-run under autocast, or whose tensors are not on the CPU. Each such reason is logged
-once and kept in `CompiledGraph.torch_reasons`.
+run under autocast, or whose tensors are not on the CPU, and every graph when there is
+no C++ compiler (after one warning). Each such reason is logged once and kept in
+`CompiledGraph.torch_reasons`.
 """
 
 import ctypes
 import dataclasses
+import functools
 import logging
 
 import torch
@@ -147,6 +149,11 @@ def runs_in_torch(gm: torch.fx.GraphModule, reason) -> CompiledCode:
     )  # fmt: skip
 
 
+@functools.cache  # once per message: every graph of a program meets the same missing compiler
+def warn_once(message: str):
+    log.warning(message)
+
+
 def write_cpp(kernels: list[FusedKernel], dtypes) -> tuple[str, dict[str, list[str]]]:
     """The C++ code writer: one source for all kernels, and each kernel's buffer arguments."""
     writers = [CppKernel(k, dtypes) for k in kernels]
@@ -204,7 +211,11 @@ def compile_graph(
     wrapper_source = code.generate()
     path = None
     if kernels:
-        loaded, path = load(source, params)
+        try:
+            loaded, path = load(source, params)
+        except cache.CompilerNotFound as error:
+            warn_once(str(error))
+            return runs_in_torch(gm, error)
         code.namespace.update(loaded)
     exec(compile(wrapper_source, f"<minidynamo wrapper {id(graph)}>", "exec"), code.namespace)
     externs = tuple(b.op_name for b in graph.buffers if isinstance(b, ExternKernel))

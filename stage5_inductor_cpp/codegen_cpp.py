@@ -82,7 +82,7 @@ class CppOverrides:
         "eq": "{0} == {1}", "ne": "{0} != {1}", "lt": "{0} < {1}", "le": "{0} <= {1}",
         "gt": "{0} > {1}", "ge": "{0} >= {1}", "logical_and": "{0} && {1}",
         "logical_or": "{0} || {1}", "logical_xor": "{0} != {1}", "logical_not": "!{0}",
-        "where": "{0} ? {1} : {2}",
+        "where": "{0} ? {1} : {2}", "fma": "std::fma({0}, {1}, {2})",
     }  # fmt: skip
 
     @staticmethod

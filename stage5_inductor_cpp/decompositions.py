@@ -6,6 +6,8 @@ into one kernel. Each decomposition says which torch function it mirrors.
 
 import math
 
+import torch
+
 from .ir import ops
 from .lowering import (
     LOWERINGS,
@@ -61,10 +63,24 @@ def clamp(graph, out, x, min=None, max=None):
         raise Fallback("clamp without bounds raises in torch")
     result = x
     if min is not None:
-        result = make_pointwise(ops.maximum, result, min, dtype=out.dtype)
+        result = _limit(result, min, out.dtype, ops.lt, ops.maximum)
     if max is not None:
-        result = make_pointwise(ops.minimum, result, max, dtype=out.dtype)
+        result = _limit(result, max, out.dtype, ops.gt, ops.minimum)
     return result
+
+
+# A NaN bound gives NaN from torch 2.13 on; torch 2.11 kept x (`std::max(x, nan)` is x).
+NAN_BOUND_GIVES_NAN = bool(torch.clamp(torch.zeros(1), min=math.nan).isnan())
+
+
+def _limit(x, bound, dtype, beyond, extreme):
+    """One side of clamp. A number bound replaces only the values `beyond` it, as torch's
+    `std::min(std::max(x, min), max)` (aten/src/ATen/native/cpu/TensorCompareKernel.cpp):
+    `clamp(0.0, max=-0.0)` keeps 0.0, NaN stays NaN. A tensor bound is torch's
+    clamp_min/clamp_max of tensors: `maximum`/`minimum`, NaN from either side."""
+    if is_tensor(bound) or (math.isnan(bound) and NAN_BOUND_GIVES_NAN):
+        return make_pointwise(extreme, x, bound, dtype=dtype)
+    return make_pointwise(lambda v, b: ops.where(beyond(v, b), b, v), x, bound, dtype=dtype)
 
 
 @register("clamp_min")
@@ -109,8 +125,14 @@ def mean(graph, out, x, dim=None, keepdim=False, *, dtype=None):
     return make_pointwise(ops.truediv, total, float(count), dtype=out.dtype)
 
 
-def _var(graph, x, dims, correction, keepdim, dtype):
-    """Two passes, mean then squared deviations: torch uses Welford; both are stable."""
+def _variance(graph, x, dims, correction, keepdim, dtype):
+    """Two passes, mean then squared deviations (torch uses Welford; both are stable), in
+    torch's accumulation type: double for float32 on the CPU (`at::acc_type<float, false>`,
+    aten/src/ATen/native/cpu/ReduceOpsKernel.cpp's `std_var_kernel_impl`), where the
+    square of 1e20 or of a denormal still has a value; CUDA's is float.
+    The result stays in that type: `std` takes its square root before rounding."""
+    if dtype == torch.float32 and graph.device.type == "cpu":
+        dtype = torch.float64
     dims = reduced_dims(x, dims)
     count = _numel([x.ranges[d] for d in dims])
     mu = make_pointwise(
@@ -131,18 +153,23 @@ def _correction(unbiased, correction):
     return 1 if unbiased in (None, True) else 0
 
 
-@register("var")
-def var(graph, out, x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+def _variance_of(graph, out, x, dim, unbiased, keepdim, correction):
     if isinstance(dim, bool):
         dim, unbiased = None, dim
-    return _var(graph, x, _dims(dim), _correction(unbiased, correction), keepdim, out.dtype)
+    correction = _correction(unbiased, correction)
+    return _variance(graph, x, _dims(dim), correction, keepdim, out.dtype)
+
+
+@register("var")
+def var(graph, out, x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    variance = _variance_of(graph, out, x, dim, unbiased, keepdim, correction)
+    return make_pointwise(lambda v: v, variance, dtype=out.dtype, compute=variance.dtype)
 
 
 @register("std")
 def std(graph, out, x, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    return make_pointwise(
-        ops.sqrt, var(graph, out, x, dim, unbiased, keepdim, correction=correction), dtype=out.dtype
-    )
+    variance = _variance_of(graph, out, x, dim, unbiased, keepdim, correction)
+    return make_pointwise(ops.sqrt, variance, dtype=out.dtype, compute=variance.dtype)
 
 
 def _softmax_parts(graph, x, dim, dtype):

@@ -241,14 +241,16 @@ def _binary(name, op, promoted):
     def lower(graph, out, a, b, *, alpha=None, rounding_mode=None):
         if rounding_mode is not None:
             raise Fallback(f"{name} with rounding_mode={rounding_mode!r}")
-        if alpha is not None:
-            b = make_pointwise(ops.mul, b, alpha, dtype=out.dtype)
         if promoted is None:
             compute = torch.bool
         elif promoted:
             compute = torch.result_type(meta_of(a), meta_of(b))
         else:
             compute = out.dtype
+        if alpha is not None and compute.is_floating_point:
+            return _add_scaled(a, b, alpha if op == "add" else -alpha, out.dtype)
+        if alpha is not None:
+            b = make_pointwise(ops.mul, b, alpha, dtype=out.dtype)
         if op == "remainder" and not compute.is_floating_point:
             raise Fallback("integer remainder: C++ '%' differs from torch and traps on 0")
         # True + True is True in torch; a 1-bit add (Triton's) wraps to False
@@ -256,6 +258,12 @@ def _binary(name, op, promoted):
         return make_pointwise(getattr(ops, kind), a, b, dtype=out.dtype, compute=compute)
 
     return lower
+
+
+def _add_scaled(a, b, alpha, dtype):
+    """`a + alpha * b` rounded once, as torch computes it (`vec::fmadd` in
+    aten/src/ATen/native/ufunc/add.h): `3e38 + 2 * -3e38` is -3e38 there, not -inf."""
+    return make_pointwise(lambda x, y: ops.fma(y, ops.constant(alpha, dtype), x), a, b, dtype=dtype)
 
 
 def meta_of(value):
@@ -294,9 +302,7 @@ for _targets, _logical in [
 
 @register("rsub")
 def rsub(graph, out, a, b, *, alpha=1):
-    return LOWERINGS["sub"](
-        graph, out, b, a if alpha == 1 else make_pointwise(ops.mul, a, alpha, dtype=out.dtype)
-    )
+    return LOWERINGS["sub"](graph, out, b, a, alpha=None if alpha == 1 else alpha)
 
 
 @register("pow", operator.pow)

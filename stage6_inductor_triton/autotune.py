@@ -28,6 +28,12 @@ from .runtime import INTERPRETER_LOCK, source_dir
 
 log = get_logger("kernels")
 
+# Compile options that keep torch's numerics on the GPU. No FMAs across ops: torch rounds
+# each op's result (3e38 * 2 - 3e38 is inf), as stage 5's -ffp-contract=off (inductor lets
+# Triton fuse unless it emulates eager's precision, `emulate_precision_casts`). And no
+# flushing of denormals to zero in libdevice's functions (fma(1e-40, 2, 0) is 2e-40).
+EAGER_NUMERICS = {"enable_fp_fusion": False, "enable_reflect_ftz": False}
+
 BEST: dict[str, "Config"] = {}  # the memory cache: key -> best configuration
 stats = {"tuned": 0, "from_disk": 0}  # what the tests count: a warm cache tunes nothing
 
@@ -102,13 +108,31 @@ class KernelLauncher:
     def launch(self, config: Config, args, grid):
         kernel = self.fns[config.looped]
         if not self.interpreted:
-            kernel[grid(config.meta)](*args, **config.meta, num_warps=config.num_warps)
+            kernel[grid(config.meta)](
+                *args, **config.meta, num_warps=config.num_warps, **EAGER_NUMERICS
+            )
             return
         with INTERPRETER_LOCK, warnings.catch_warnings():  # one interpreter per process
             # The interpreter's numpy warns about NaN and inf (log(0), 0/0), which are
             # results here as in torch, also in masked-off lanes that are never stored.
             warnings.simplefilter("ignore", RuntimeWarning)
             kernel[grid(config.meta)](*args, **config.meta, num_warps=config.num_warps)
+
+    def from_disk(self, path) -> Config | None:
+        """The configuration a process chose before, or None (never tuned, or a damaged file,
+        which is tuned again and rewritten)."""
+        if not path.exists():
+            return None
+        try:
+            config = Config(**json.loads(path.read_text()))
+        except (ValueError, TypeError) as error:  # cut short, or not a configuration at all
+            problem = str(error)
+        else:
+            if config in self.configs:
+                return config
+            problem = f"{config} is not one of this kernel's configurations"
+        log.warning("the autotune cache's %s is damaged (%s): tuning again", path, problem)
+        return None
 
     def choose(self, args, grid) -> Config:
         if self.interpreted or len(self.configs) == 1:
@@ -117,10 +141,10 @@ class KernelLauncher:
         if self.key in BEST:
             return BEST[self.key]
         path = source_dir() / "autotune" / f"{self.key}.json"
-        if path.exists():
+        if (remembered := self.from_disk(path)) is not None:
             stats["from_disk"] += 1
-            BEST[self.key] = Config(**json.loads(path.read_text()))
-            return BEST[self.key]
+            BEST[self.key] = remembered
+            return remembered
         timings = {}
         for config in self.configs:
             try:

@@ -64,9 +64,10 @@ NEGATIVE_ZERO_BITS = {torch.float32: (-(2**31), "tl.int32"), torch.float64: (-(2
 class TritonOverrides:
     """How each op of the IR reads in Triton (inductor's `TritonOverrides`)."""
 
+    # `neg` multiplies by -1: Triton's `-x` is `0 - x`, which is 0.0 for 0.0 (torch: -0.0).
     FORMATS: ClassVar[dict[str, str]] = {
         "add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "truediv": "{0} / {1}",
-        "neg": "-{0}", "abs": "tl.abs({0})", "reciprocal": "1 / {0}",
+        "neg": "{0} * -1", "abs": "tl.abs({0})", "reciprocal": "1 / {0}",
         "sin": "tl.sin({0})", "cos": "tl.cos({0})", "tan": "libdevice.tan({0})",
         "exp": "tl.exp({0})", "expm1": "libdevice.expm1({0})", "log": "tl.log({0})",
         "log2": "tl.log2({0})", "log1p": "libdevice.log1p({0})", "sqrt": "libdevice.sqrt({0})",
@@ -80,7 +81,7 @@ class TritonOverrides:
         "eq": "{0} == {1}", "ne": "{0} != {1}", "lt": "{0} < {1}", "le": "{0} <= {1}",
         "gt": "{0} > {1}", "ge": "{0} >= {1}", "logical_and": "{0} & {1}",
         "logical_or": "{0} | {1}", "logical_xor": "{0} != {1}", "logical_not": "{0} == 0",
-        "where": "tl.where({0}, {1}, {2})",
+        "where": "tl.where({0}, {1}, {2})", "fma": "libdevice.fma({0}, {1}, {2})",
     }  # fmt: skip
 
     @staticmethod
@@ -121,8 +122,17 @@ class TritonOverrides:
     def to_dtype(cls, x, dtype: torch.dtype) -> str:
         return f"{x}.to({cls.tl_dtype(dtype)})"
 
+    # float32 division rounded correctly, as IEEE's and torch's CUDA `/` are: Triton's `/` is
+    # the GPU's approximate one (`div.full.f32`, 2 ulp off). float64's `/` rounds correctly.
+    FLOAT32_DIVISION: ClassVar[dict[str, str]] = {
+        "truediv": "tl.div_rn(*tl.broadcast({0}, {1}))",
+        "reciprocal": "tl.div_rn(tl.full({0}.shape, 1.0, tl.float32), {0})",
+    }
+
     @classmethod
     def format(cls, op: str, *args) -> str:
+        if op in cls.FLOAT32_DIVISION and all(a.dtype == torch.float32 for a in args):
+            return cls.FLOAT32_DIVISION[op].format(*args)
         return cls.FORMATS[op].format(*args)
 
 
@@ -292,8 +302,8 @@ class TritonKernel:
             raise TritonUnsupported(f"no Triton translation of ops.{op}")
 
         def write(*args):
-            if "libdevice." in self.overrides.FORMATS[op]:  # libdevice takes no Python numbers
-                args = [self.as_tensor(a) for a in args]
+            if "libdevice." in self.overrides.FORMATS[op] or op in self.overrides.FLOAT32_DIVISION:
+                args = [self.as_tensor(a) for a in args]  # they take no Python numbers
             dims = frozenset().union(*[a.dims for a in args])
             return self.emit(self.overrides.format(op, *args), result_dtype(op, args), dims)
 
@@ -360,7 +370,10 @@ class TritonKernel:
             pair = self.emit(f"tl.reduce(({masked}, {index}), 1, {combine})", dtype, {"x"})
             self.define(node, self.emit(f"{pair}[1][:, None]", torch.int32, {"x"}))
             return
-        self.define(node, self.emit(self.fold(combine, masked), dtype, {"x"}))
+        folded = self.fold(combine, masked)
+        if combine == "add":  # torch's sum starts from 0.0, so a row of -0.0 sums to 0.0
+            folded += f" + {start}"  # (as the looped variant's accumulator does)
+        self.define(node, self.emit(folded, dtype, {"x"}))
 
     def looped_reduction(self, node: SchedulerNode):
         """`acc` holds RBLOCK partial results per row; they are combined once after the loop."""

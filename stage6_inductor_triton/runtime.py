@@ -2,9 +2,13 @@
 
 `@triton.jit` reads the function's source with `inspect` (it compiles the Python
 syntax tree, not the bytecode), so generated code must live in a real file: we write
-it to the cache directory and import it (inductor's PyCodeCache does the same). The
-file is named by a hash of its text, so a second process imports the same file, and
-Triton's own cache (`~/.triton/cache`) finds the compiled GPU binaries.
+it to the cache directory and run it as a module of that file (inductor's PyCodeCache
+does the same). The file is named by a hash of its text, so a second process finds the
+same file, and Triton's own cache (`~/.triton/cache`) finds the compiled GPU binaries.
+A file there that is not the text it is named after (cut short by a crash or a full
+disk) is written again; and the module runs the text we hold, compiled here, rather
+than whatever the import system would read (a file, or a `__pycache__` entry as
+damaged).
 
 CPU tensors run under Triton's interpreter, which executes the kernel's Python with
 numpy arrays standing in for blocks. Whether a function runs interpreted is decided
@@ -30,7 +34,6 @@ by torch on the interpreter's arrays.
 
 import functools
 import hashlib
-import importlib.util
 import sys
 import threading
 import types
@@ -40,7 +43,10 @@ import triton
 import triton.language as tl
 from triton.runtime.interpreter import TensorHandle
 
+from stage1_eval_frame.logs import get_logger
 from stage5_inductor_cpp import cache
+
+log = get_logger("kernels")
 
 
 def source_dir():
@@ -60,21 +66,33 @@ INTERPRETER_LOCK = threading.Lock()
 
 @functools.cache
 def load_module(source: str, interpreted: bool) -> types.ModuleType:
-    """Import `source` (written to the cache directory once); interpreted for CPU tensors."""
+    """Run `source` as a module of its file in the cache directory; interpreted for CPU tensors."""
     path, key = source_path(source)
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
-        cache.write_atomically(path, source.encode())
+    write_source(path, source)
     name = f"minidynamo_triton_{key}{'_interpreted' if interpreted else ''}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
+    module = types.ModuleType(name)
+    module.__file__ = str(path)
     sys.modules[name] = module  # inspect.getsource finds the file through the module
+    code = compile(source, str(path), "exec")
     with INTERPRETER_LOCK, triton.knobs.runtime.scope():  # the knob is the whole process's
         triton.knobs.runtime.interpret = interpreted
-        spec.loader.exec_module(module)
+        exec(code, module.__dict__)
     if interpreted:
         module.libdevice = INTERPRETER_LIBDEVICE
     return module
+
+
+def write_source(path, source: str):
+    """Make `path` hold `source`, which `inspect` will read: written once, again if damaged."""
+    data = source.encode()
+    if path.exists():
+        if path.read_bytes() == data:
+            return
+        log.warning(
+            "the kernel cache's %s is not the source it is named after: writing it again", path
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_atomically(path, data)
 
 
 def _torch_elementwise(fn):
@@ -100,6 +118,7 @@ TORCH_LIBDEVICE = types.SimpleNamespace(
     tan=torch.tan, tanh=torch.tanh, atan=torch.atan, atan2=torch.atan2, pow=torch.pow,
     log1p=torch.log1p, expm1=torch.expm1, trunc=torch.trunc, nearbyint=torch.round,
     fmod=torch.fmod, sqrt=torch.sqrt, rsqrt=torch.rsqrt,
+    fma=lambda x, y, z: torch.addcmul(z, x, y),  # rounded once, as libdevice's
 )  # fmt: skip
 INTERPRETER_LIBDEVICE = types.SimpleNamespace(
     **{name: _torch_elementwise(fn) for name, fn in vars(TORCH_LIBDEVICE).items()}

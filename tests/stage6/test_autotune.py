@@ -1,10 +1,14 @@
 """Autotuning: the configurations tried, the winner cached in memory and on disk."""
 
+import json
+
 import pytest
 
 from stage6_inductor_triton import autotune
 from stage6_inductor_triton.autotune import Config, KernelLauncher, configs_for, grid
 from stage6_inductor_triton.codegen_triton import KernelShape
+from stage6_inductor_triton.runtime import source_dir
+from tests.stage5.helpers import kernel_logs
 
 
 def test_configurations_fit_the_kernel():
@@ -54,7 +58,10 @@ def test_tunes_once_then_remembers_in_memory_and_on_disk(fake_timer):
     launcher = KernelLauncher("k", {False: kernel}, "source", configs, "Some GPU")
     launcher.run("a", "b", grid=grid(2**20))
     assert launcher.config.XBLOCK == 2048 and len(calls) == len(configs)
-    assert kernel.launches[-1] == ((512,), {"XBLOCK": 2048, "num_warps": 8})
+    assert kernel.launches[-1] == (
+        (512,),
+        {"XBLOCK": 2048, "num_warps": 8, **autotune.EAGER_NUMERICS},
+    )
     again = KernelLauncher("k", {False: kernel}, "source", configs, "Some GPU")
     again.run("a", "b", grid=grid(2**20))
     assert len(calls) == len(configs)  # the memory cache answered
@@ -73,3 +80,22 @@ def test_the_interpreter_takes_the_first_configuration(fake_timer):
     launcher = KernelLauncher("k", {False: kernel}, "source", configs, "interpreter")
     launcher.run("a", grid=grid(2**20))
     assert launcher.config == configs[0] and not calls
+
+
+@pytest.mark.parametrize(
+    "damage", ['{"XBLOCK": 2048, "RBL', "[]", '{"XBLOCK": 3, "RBLOCK": null, "num_warps": 1}']
+)
+def test_a_damaged_choice_on_disk_is_tuned_again(damage, fake_timer):
+    """A file cut short, or not a configuration of this kernel, raised from json or launched
+    a configuration the kernel was never meant for."""
+    kernel, calls = fake_timer
+    configs = configs_for(KernelShape(2**20, None, False))
+    launcher = KernelLauncher("k", {False: kernel}, f"source {damage}", configs, "Some GPU")
+    path = source_dir() / "autotune" / f"{launcher.key}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(damage)
+    with kernel_logs() as messages:
+        launcher.run("a", grid=grid(2**20))
+    assert launcher.config.XBLOCK == 2048 and len(calls) == len(configs)
+    assert any("is damaged" in m for m in messages)
+    assert json.loads(path.read_text())["XBLOCK"] == 2048
