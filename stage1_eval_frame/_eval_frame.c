@@ -60,7 +60,7 @@
  * every frame -- including the callback's own -- passes straight through, so
  * it cannot recurse into itself. torch keeps the same two facts in
  * thread-locals. `thread_depth` counts the frames this thread runs through our
- * evaluator, one inside the other. */
+ * evaluator, one inside the other, outside the callback. */
 static _Thread_local PyObject *thread_callback = NULL;
 static _Thread_local int thread_paused = 0;
 static _Thread_local int thread_depth = 0;
@@ -326,7 +326,14 @@ static PyObject *
 minidynamo_eval(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwflag)
 {
     PyObject *callback = thread_callback;
-    if (callback == NULL || thread_paused || !is_hookable(frame, throwflag)) {
+    if (thread_paused) {
+        /* The callback's own frames (the compiler: a VM inlining 32 calls deep is
+         * hundreds of frames) are not counted: stepping aside for them would
+         * unhook every thread while one compiles, and the compiler's depth is
+         * bounded (MAX_INLINE_DEPTH) where a user's recursion is not. */
+        return previous_eval(tstate, frame, throwflag);
+    }
+    if (callback == NULL || !is_hookable(frame, throwflag)) {
         return run_frame(tstate, frame, throwflag);
     }
 

@@ -34,6 +34,8 @@ from .functions import (
     GRAD_MODES,
     TORCH_CONSTANT_CLASSES,
     TORCH_MODULES,
+    AutogradFunctionVariable,
+    ConstantResultVariable,
     GradModeClassVariable,
     GradModeVariable,
     NNModuleVariable,
@@ -116,6 +118,15 @@ def wrap_new(tx, value, source):
     if GRAD_MODES.get(type(value)) is not None:  # a `torch.no_grad()` made before the call
         assume("type")
         return GradModeVariable(type(value), GRAD_MODES[type(value)], source)
+    if isinstance(value, functools._lru_cache_wrapper) and isinstance(
+        value.__wrapped__, types.FunctionType
+    ):  # torch/_dynamo does the same (and warns): the function is traced, its cache skipped,
+        # which gives the cache's answer for the pure functions lru_cache is meant for
+        assume("type")
+        return wrap(tx, value.__wrapped__, attr_of(source, "__wrapped__"))
+    if isinstance(value, types.FunctionType) and getattr(value, ConstantResultVariable.MARK, 0):
+        assume("id")
+        return ConstantResultVariable(value, source)
     if isinstance(value, types.FunctionType) and (
         is_torch_function(value) or torch_query(value) is not None
     ):  # `F.leaky_relu` is recorded, `torch.manual_seed` answered (or refused): not inlined
@@ -131,9 +142,8 @@ def wrap_new(tx, value, source):
         assume("type")
         function = wrap(tx, value.__func__, attr_of(source, "__func__"))
         return function.bound_to(wrap(tx, value.__self__, attr_of(source, "__self__")))
-    if isinstance(value, types.BuiltinMethodType) and not isinstance(
-        value.__self__, (types.ModuleType, type(None))
-    ):  # `xs.append`, `dict.fromkeys`: a method of an object, by its object and name
+    if isinstance(value, types.BuiltinMethodType) and is_method_of_self(value):
+        # `xs.append`, `dict.fromkeys`: a method of an object, by its object and name
         assume("type")
         if source is not None:
             trace.assume("constant", attr_of(source, "__name__"))
@@ -162,15 +172,28 @@ def wrap_new(tx, value, source):
     assume("id")  # a module, a class, a function of a library: this very object
     if any(value is m for m in TORCH_MODULES) or is_torch_function(value):
         return TorchVariable(value, source)
+    if torch_query(value) is not None:  # `torch._C._get_tracing_state`
+        return TorchVariable(value, source)
     if any(value is c for c in TORCH_CONSTANT_CLASSES):
         return TorchVariable(value, source)
     if any(value is m for m in PYTHON_MODULES):
         return PythonModuleVariable(value, source)
     if is_modeled_builtin(value):
         return BuiltinVariable(value, source)
+    if is_python_class(value) and issubclass(value, torch.autograd.Function):
+        return AutogradFunctionVariable(value, source)
     if is_python_class(value):
         return UserClassVariable(value, source)
     return ObjectVariable(value, source, trace if source is not None else None)
+
+
+def is_method_of_self(value) -> bool:
+    """A C method bound to its object (`xs.append`), not a C function whose `__self__` is a
+    module (`math.sqrt`) or pybind11's record of it (`torch._C._get_tracing_state`)."""
+    owner = value.__self__
+    if isinstance(owner, (types.ModuleType, type(None))):
+        return False
+    return isinstance(owner, type) or hasattr(type(owner), value.__name__)
 
 
 def _where(source) -> str:

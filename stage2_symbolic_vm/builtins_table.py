@@ -376,6 +376,18 @@ def delattr_(tx, obj, name):
     return ConstantVariable(None)
 
 
+def locals_(tx):
+    """`locals()`: a new dict of the frame's bound variables, its cells' too, in the code's
+    order (CPython 3.11 and 3.12 make a snapshot: a write to it changes no variable)."""
+    code, items = tx.code, {}
+    for name in (*code.co_varnames, *code.co_cellvars, *code.co_freevars):
+        if name in tx.cells and tx.cells[name].contents is not None:
+            items[name] = tx.read(tx.cells[name].contents)
+        elif name in tx.locals and name not in tx.cells:
+            items[name] = tx.read(tx.locals[name])
+    return DictVariable(items)
+
+
 def callable_(tx, value):
     if value.is_python_constant():
         return ConstantVariable(callable(value.as_python_constant()))
@@ -452,7 +464,8 @@ HANDLERS = {
     setattr: setattr_,
     delattr: delattr_,
     callable: callable_,
-    vars: lambda tx, obj: obj.get_attr(tx, "__dict__"),
+    vars: lambda tx, obj=None: locals_(tx) if obj is None else obj.get_attr(tx, "__dict__"),
+    locals: locals_,
     inspect.signature: signature,
     collections.OrderedDict: ordered_dict,
     collections.defaultdict: default_dict,

@@ -9,16 +9,18 @@ in a few classes.
 """
 
 import functools
+import operator
 import sys
 import types
 
 import torch
 
-from .containers import DictVariable, TupleVariable
+from .containers import DictVariable, SequenceVariable, TupleVariable
 from .errors import ObservedAttributeError, ObservedException, Unsupported
 from .objects import (
     SLOT_TYPES,
     BuiltinSlotVariable,
+    UserClassVariable,
     UserObjectVariable,
     class_attribute,
     class_lookup,
@@ -253,6 +255,10 @@ TORCH_QUERIES = {
     torch._C._has_torch_function: lambda tx, args: _has_torch_function(tx, args.unpack(tx)),
     torch._C._has_torch_function_unary: lambda tx, arg: _has_torch_function(tx, [arg]),
     torch._C._has_torch_function_variadic: lambda tx, *args: _has_torch_function(tx, args),
+    # Probes of torch's other tracers (functorch transforms, torch.jit.trace): none is active.
+    torch._C._are_functorch_transforms_active: lambda tx: ConstantVariable(False),
+    torch._C._get_tracing_state: lambda tx: ConstantVariable(None),
+    torch._C._log_api_usage_once: lambda tx, *args: ConstantVariable(None),  # telemetry
 }
 
 
@@ -340,6 +346,70 @@ class TorchVariable(Variable):
 
     def __repr__(self):
         return f"TorchVariable({getattr(self.value, '__name__', self.value)})"
+
+
+class ConstantResultVariable(Variable):
+    """A function marked with `torch.compiler.assume_constant_result` (Hugging Face marks its
+    install probes, `is_torch_available`): called now, while tracing, and its answer is a
+    constant of the trace, not guarded: the mark promises it never changes."""
+
+    MARK = "_dynamo_marked_constant"  # what torch's decorator sets, and torch/_dynamo reads
+
+    def __init__(self, fn, source=None):
+        self.fn, self.source = fn, source
+
+    def identity(self):
+        return self.fn
+
+    def call(self, tx, args, kwargs):
+        args, kwargs = constant_args(args, kwargs)
+        return tx.wrap_constant_result(tx.run_python(self.fn, *args, **kwargs), self.fn.__name__)
+
+    def __repr__(self):
+        return f"ConstantResultVariable({self.fn.__qualname__})"
+
+
+class AutogradFunctionVariable(UserClassVariable):
+    """A `torch.autograd.Function` subclass. `Fn.apply(x)` where no gradient can flow (grad
+    mode off, or no input requires grad) is its forward, inlined with a real `FunctionCtx`
+    made in the trace; with gradients it is a graph break, as its backward would be lost
+    (torch/_dynamo traces both into one higher-order op, autograd_function_apply)."""
+
+    def get_attr(self, tx, name):
+        if name == "apply":
+            return AutogradApplyVariable(self)
+        return super().get_attr(tx, name)
+
+
+class AutogradApplyVariable(Variable):
+    """`Fn.apply`, bound to its AutogradFunctionVariable."""
+
+    def __init__(self, function: AutogradFunctionVariable):
+        self.function = function
+
+    def call(self, tx, args, kwargs):
+        tx.trace.assume("grad_mode")
+        tensors = tensor_variables([*args, *kwargs.values()])
+        if tx.root().grad_enabled and any(t.meta.requires_grad for t in tensors):
+            raise Unsupported(
+                "untraceable_call",
+                f"{self.function.cls.__qualname__}.apply on tensors that require grad: the VM "
+                "traces forward only, and its backward would be lost",
+            )
+        ctx = tx.wrap(torch.autograd.function.FunctionCtx, None).call(tx, [], {})
+        needs_grad = ConstantVariable((False,) * len(args))
+        ctx.set_attr(tx, "needs_input_grad", TupleVariable(needs_grad.unpack(tx)))
+        function, cls = self.function, self.function.cls
+        forward = function.get_attr(tx, "forward")
+        if cls.setup_context is torch.autograd.Function.setup_context:  # forward(ctx, ...)
+            return forward.call(tx, [ctx, *args], kwargs)
+        output = forward.call(tx, list(args), kwargs)  # the newer style: setup_context apart
+        setup = function.get_attr(tx, "setup_context")
+        setup.call(tx, [ctx, TupleVariable(list(args)), output], {})
+        return output
+
+    def __repr__(self):
+        return f"AutogradApplyVariable({self.function.cls.__qualname__})"
 
 
 # Grad-mode context managers: the class, and the mode it sets (None: set_grad_enabled's
@@ -474,8 +544,8 @@ class NNModuleVariable(Variable):
         tx.trace.assume("length", self.source)
         index = key.as_python_constant()
         names = list(self.module._modules)
-        if isinstance(index, slice):
-            raise Unsupported("unsupported_value", f"a slice of {type(self.module).__name__}")
+        if isinstance(index, slice):  # `self.layers[: config.num_layers]`
+            return ModuleSliceVariable([self.get_attr(tx, n) for n in names[index]], self, index)
         if not isinstance(index, int) or not -len(names) <= index < len(names):
             raise ObservedException(IndexError(f"index {index!r} is out of range"))
         return self.get_attr(tx, names[index])
@@ -496,11 +566,69 @@ class NNModuleVariable(Variable):
         return self.module_call(tx, args, kwargs)
 
     def module_call(self, tx, args, kwargs):
-        tx.trace.assume("module_hooks", self.source)  # a hook added later recompiles
-        return self.get_attr(tx, "forward").call(tx, args, kwargs)
+        """nn.Module.__call__: forward alone when there are no hooks (guarded: one added later
+        recompiles); with forward hooks, torch's own `_call_impl`, inlined as torch/_dynamo
+        inlines it, so the hooks run in torch's order (and their dicts are guarded)."""
+        present = hooks_of(self.module)
+        if not present:
+            tx.trace.assume("module_hooks", self.source)
+            return self.get_attr(tx, "forward").call(tx, args, kwargs)
+        if backward := [h for h in present if "backward" in h]:
+            raise Unsupported(
+                "untraceable_call",
+                f"{type(self.module).__name__} has backward hooks ({', '.join(backward)}): "
+                "they act on autograd's graph, which a forward trace does not build",
+            )
+        call_impl = UserFunctionVariable.from_function(tx, torch.nn.Module._call_impl, None)
+        return call_impl.call(tx, [self, *args], kwargs)
 
     def __repr__(self):
         return f"NNModuleVariable({type(self.module).__name__} {self.source})"
+
+
+# The hooks nn.Module.__call__ runs around forward (stage 3's module_hooks guard reads these).
+MODULE_HOOKS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
+GLOBAL_HOOKS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks")
+GLOBAL_HOOKS += ("_global_backward_pre_hooks",)
+
+
+class ModuleSliceVariable(SequenceVariable):
+    """`self.layers[:n]`: nn.ModuleList's slice is a new ModuleList of the same submodules. The
+    VM keeps their Variables (each guarded where it came from) to iterate, index and count;
+    should it leave the trace, the new code slices the container again."""
+
+    def __init__(self, items, container: NNModuleVariable, index: slice):
+        super().__init__(items)
+        self.container, self.index = container, index
+
+    def python_type(self):
+        return type(self.container.module)
+
+    def getitem(self, tx, key):
+        if isinstance(key.as_python_constant(), slice):
+            raise Unsupported("unsupported_value", "a slice of a slice of a module container")
+        return super().getitem(tx, key)
+
+    def call_method(self, tx, name, args, kwargs):
+        if name in ("__len__", "__getitem__"):
+            return super().call_method(tx, name, args, kwargs)
+        raise Unsupported("unsupported_value", f"{self.python_type().__name__}[slice].{name}()")
+
+    def get_attr(self, tx, name):
+        raise Unsupported("unsupported_value", f"{self.python_type().__name__}[slice].{name}")
+
+    def reconstruct(self, cg):
+        cg.call_callable(
+            operator.getitem,
+            lambda: cg.reconstruct(self.container),
+            lambda: cg.load_const(self.index),
+        )
+
+
+def hooks_of(module) -> list[str]:
+    """The names of the hook dicts, the module's own or global, that are not empty."""
+    present = [h for h in MODULE_HOOKS if getattr(module, h, None)]
+    return present + [h for h in GLOBAL_HOOKS if getattr(torch.nn.modules.module, h)]
 
 
 class SuperVariable(Variable):

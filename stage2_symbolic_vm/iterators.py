@@ -302,7 +302,7 @@ class WhileIteratorVariable(IteratorVariable):
         while (item := self.iterator.next_item(tx)) is not None:
             if self.switched:
                 return item
-            if self.predicate.call(tx, [item], {}).truth(tx) != self.taking:
+            if not self.predicate.call(tx, [item], {}).truth(tx):  # both switch at a false one
                 self.switched = True
                 return None if self.taking else item
             if self.taking:

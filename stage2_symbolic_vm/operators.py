@@ -33,6 +33,8 @@ BINARY_OPS = {
     "&=": operator.iand, "|=": operator.ior, "^=": operator.ixor,
     "<<=": operator.ilshift, ">>=": operator.irshift,
 }  # fmt: skip
+# `a += b` where `a` has no __iadd__ is `a = a + b` (the data model's fallback).
+OUT_OF_PLACE = {BINARY_OPS[op + "="]: BINARY_OPS[op] for op in BINARY_OPS if op + "=" in BINARY_OPS}
 COMPARE_OPS = {
     "<": operator.lt, "<=": operator.le, "==": operator.eq,
     "!=": operator.ne, ">": operator.gt, ">=": operator.ge,
@@ -72,6 +74,8 @@ def sequence_kind(value):
 def binary_op(tx, fn, a, b):
     """`a + b` & co: a tensor op, a folded constant, container arithmetic, or a dunder."""
     if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
+        if isinstance(a, ConstantVariable):  # `acc = 0; acc += x`: an int has no __iadd__,
+            fn = OUT_OF_PLACE.get(fn, fn)  # so Python falls back to `acc + x`, a new tensor
         return tx.record_call(fn, [a, b], {})
     if isinstance(a, SetVariable) and fn in SET_OPS:
         result = a.call_method(tx, SET_OPS[fn], [b], {})
@@ -132,6 +136,8 @@ def unary_op(tx, fn, a):
 
 def compare_op(tx, fn, a, b):
     if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
+        if isinstance(a, ConstantVariable):  # `acc = 0; acc += x`: an int has no __iadd__,
+            fn = OUT_OF_PLACE.get(fn, fn)  # so Python falls back to `acc + x`, a new tensor
         return tx.record_call(fn, [a, b], {})
     for view in (a, b):
         if isinstance(view, DictViewVariable):

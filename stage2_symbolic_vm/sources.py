@@ -106,12 +106,21 @@ class ClosureSource(Source):
         return f"closure variable {self.free_name!r}"
 
 
+# Where an object keeps its attributes and its class: read as object's C code reads them,
+# past a class's own Python `__getattribute__` (Hugging Face's configs have one). Through it,
+# a guard would run user code, and a compiled frame of that `__getattribute__` would call
+# itself to read them.
+STORAGE_ATTRIBUTES = ("__dict__", "__class__")
+
+
 @dataclass(frozen=True)
 class AttrSource(Source):
     base: Source
     member: str
 
     def name(self):
+        if self.member in STORAGE_ATTRIBUTES:
+            return f"B.object.__getattribute__({self.base.name()}, {self.member!r})"
         if not self.member.isidentifier():  # submodule "0" of a ModuleList
             return f"getattr({self.base.name()}, {self.member!r})"
         return f"{self.base.name()}.{self.member}"

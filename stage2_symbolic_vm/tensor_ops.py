@@ -36,7 +36,7 @@ RANDOM_OPS |= {"uniform_", "random_", "exponential_", "geometric_", "cauchy_", "
 RANDOM_OPS |= {"dropout", "dropout_", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout"}
 RANDOM_OPS |= {"feature_alpha_dropout", "gumbel_softmax", "rrelu_"}
 # Side effects outside the trace, or answers a meta tensor would get wrong.
-UNTRACEABLE_OPS = {"backward", "register_hook", "retain_grad", "data_ptr", "storage", "type"}
+UNTRACEABLE_OPS = {"backward", "register_hook", "retain_grad", "data_ptr", "storage"}
 UNTRACEABLE_OPS |= {"untyped_storage", "share_memory_", "pin_memory", "is_pinned", "get_device"}
 UNTRACEABLE_OPS |= {"record_stream", "set_", "resize_", "resize_as_", "storage_offset", "is_set_to"}
 # Ops that return a Python value computed from shapes and dtypes only: safe on meta tensors.

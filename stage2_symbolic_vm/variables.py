@@ -129,6 +129,7 @@ def is_constant_value(value) -> bool:
 CONSTANT_TYPES = (
     *(int, float, bool, complex, str, bytes, range, type(None), type(...), type(NotImplemented)),
     *(torch.dtype, torch.device, torch.layout, torch.memory_format, types.CodeType),
+    *(torch.finfo, torch.iinfo),  # `torch.finfo(x.dtype).min`: made anew each call, read-only
     enum.Enum,  # members are singletons, compared by identity
 )
 
@@ -234,7 +235,22 @@ class TensorVariable(Variable):
         raise Unsupported("unsupported_value", f"tensor attribute {name!r} is not modeled")
 
     def call_method(self, tx, name, args, kwargs):
+        if name == "type":
+            return self.type_method(tx, args, kwargs)
         return tx.record_call(name, [self, *args], kwargs)
+
+    def type_method(self, tx, args, kwargs):
+        """`x.type()` names the tensor type of the real device (the meta tensor would say
+        "torch.meta.FloatTensor"); `x.type(torch.float64)` converts, as `x.to` does."""
+        if not args and not kwargs:
+            name = torch.empty(0, dtype=self.meta.dtype).type()  # "torch.FloatTensor"
+            if self.device.type != "cpu":
+                name = name.replace("torch.", f"torch.{self.device.type}.", 1)
+            return ConstantVariable(name)
+        dtype = [*args, *kwargs.values()][0]
+        if not isinstance(dtype.as_python_constant(), torch.dtype):
+            raise Unsupported("untraceable_call", "`x.type(name)` with a type's name, not a dtype")
+        return tx.record_call("type", [self, *args], kwargs)
 
     def getitem(self, tx, key):
         return tx.record_call(operator.getitem, [self, key], {})

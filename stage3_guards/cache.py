@@ -147,7 +147,7 @@ class FrameCache:
                 entry = self.compile_entry(frame)
                 if self.find(L, G, F, [entry]) is None:  # a bug, caught here not on every call
                     reason = failure_reason(entry.guards.guards, L, G, F)
-                    raise GuardError(
+                    raise AssertionError(  # a bug of ours: strict mode raises, else a warning
                         f"the new guards reject the values they were made from: {reason}"
                     )
             except Exception as error:

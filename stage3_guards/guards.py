@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from stage2_symbolic_vm.functions import GLOBAL_HOOKS, MODULE_HOOKS
 from stage2_symbolic_vm.sources import Assumption, BuiltinSource, Source
 
 
@@ -182,14 +183,9 @@ def function_match(source: Source, value, names: Names) -> Guard:
     return Guard("FUNCTION_MATCH", source, value.__qualname__, checks, names.objects)
 
 
-# The hooks nn.Module.__call__ would run; a compiled call inlines forward() alone.
-MODULE_HOOKS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
-GLOBAL_HOOKS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks")
-GLOBAL_HOOKS += ("_global_backward_pre_hooks",)
-
-
 def module_hooks(source: Source, value, names: Names) -> Guard:
-    """The module and the process have no hooks: one registered later must recompile."""
+    """The module and the process have no hooks: the trace inlined forward() alone, so a hook
+    registered later must recompile (a module with hooks is traced through `_call_impl`)."""
     present = [h for h in MODULE_HOOKS if getattr(value, h, None)]
     modules = torch.nn.modules.module
     present += [h for h in GLOBAL_HOOKS if getattr(modules, h)]
@@ -290,11 +286,14 @@ def length_check(source: Source, value, names: Names) -> Guard:
     return Guard("LENGTH_CHECK", source, str(len(value)), (check,), names.objects)
 
 
+DICT_KEY_TYPES = (str, int, bool, bytes)  # compared by value, and written back by repr()
+
+
 def dict_keys_match(source: Source, value, names: Names) -> Guard:
     """The keys of a dict, in order: a trace that iterated over them unrolled that order."""
     keys = list(value.keys())
-    if any(type(key) not in (str, int, bool) for key in keys):
-        raise GuardError(f"{source.describe()} has keys other than str, int, bool: {keys!r}")
+    if any(type(key) not in DICT_KEY_TYPES for key in keys):
+        raise GuardError(f"{source.describe()} has keys other than str, int, bool, bytes: {keys!r}")
     expr = source.name()
     checks = [Check(f"list({expr}.keys()) == {keys!r}", "keys", keys, f"list({expr}.keys())")]
     key_types = [type(key) for key in keys]

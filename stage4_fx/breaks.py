@@ -27,11 +27,23 @@ FRAME_KINDS = {
         "resume after (a `for` step, a jump that keeps a value, a local variable access)",
         "move the untraceable operation onto its own line",
     ),
+    "reads_its_own_frame": BreakKind(
+        "the function calls `locals()`, `vars()`, `eval()`, `sys._getframe()` or the like: "
+        "after the break they would run in the resume function, whose local variables are not "
+        "the function's (only the live ones, under other names)",
+        "move the untraceable line out of the function that reads its own frame",
+    ),
     "compiler_error": BreakKind(
         "minidynamo itself failed on this frame (a bug): the frame runs eagerly, so its "
         "results are still eager's, and a CompilerWarning says so once",
         "report it with the warning's text; `stage3_guards.config.strict = True` shows the "
         "traceback",
+    ),
+    "unguardable_value": BreakKind(
+        "the trace depends on a value that no guard can check on the next call (a dict whose "
+        "keys are objects, a constant of a type compared by identity ...): a cached graph "
+        "could not know when it no longer applies",
+        "pass the value as an argument, or make it a number, string or tuple of them",
     ),
     "unreconstructable_value": BreakKind(
         "a value live at the break (on the stack or in a local variable) exists only inside the "

@@ -26,6 +26,7 @@ from bytecode import FreeVar, Instr
 
 from stage2_symbolic_vm.errors import CannotReconstruct
 from stage2_symbolic_vm.sources import (
+    STORAGE_ATTRIBUTES,
     AttrSource,
     BuiltinSource,
     ClosureSource,
@@ -121,6 +122,12 @@ class Codegen:
             self.call_callable(importlib.import_module, lambda: self.load_const(source.module))
         elif isinstance(source, ClosureSource):  # the new code shares the function's closure
             self.add(Instr("LOAD_DEREF", FreeVar(source.free_name)))
+        elif isinstance(source, AttrSource) and source.member in STORAGE_ATTRIBUTES:
+            self.call_callable(  # `object.__getattribute__(x, "__dict__")`, as its name() says
+                object.__getattribute__,
+                lambda: self.load_source(source.base),
+                lambda: self.load_const(source.member),
+            )
         elif isinstance(source, AttrSource):
             self.load_source(source.base)
             self.add(load_attr(source.member))

@@ -4,13 +4,15 @@ While a compiled function runs, the stage-1 hook shows every new frame to
 `callback`. User code goes to the stage-3 cache of its code object (one cache
 per `compile()` call, so two backends never share entries); a miss calls
 `convert_frame` (convert.py). Frames of torch, of the standard library and
-of installed packages run as they are, as Dynamo's skip rules decide
-(torch/_dynamo/trace_rules.py): compiling them would only find breaks.
+of a few packages that are never model code run as they are, as Dynamo's skip
+rules decide (torch/_dynamo/trace_rules.py): compiling them would only find
+breaks. Other installed packages (`transformers`) are model code: compiled.
 Resume functions are user code: they are caught and compiled like any frame.
 """
 
 import dis
 import functools
+import importlib.util
 import os
 import sysconfig
 import weakref
@@ -24,6 +26,7 @@ import stage2_symbolic_vm
 import stage3_guards
 from stage1_eval_frame import set_eval_frame, skip_code
 from stage1_eval_frame.logs import get_logger
+from stage2_symbolic_vm.functions import hooks_of
 from stage3_guards import FrameCache, counters
 from stage3_guards.codegen import forget_sources
 
@@ -63,20 +66,32 @@ class CompileOptions:
         breaks_log.info("graph break in %s:\n%s", code.co_qualname, graph_break)
 
 
-# Where library code lives: frames from there are never compiled.
-_PACKAGES = (torch, os, stage1_eval_frame, stage2_symbolic_vm, stage3_guards)
-_LIBRARY_DIRS = tuple(os.path.dirname(p.__file__) + os.sep for p in _PACKAGES)
-_LIBRARY_DIRS += (os.path.dirname(__file__) + os.sep,)
-_LIBRARY_DIRS += tuple(
-    {sysconfig.get_paths()[k] + os.sep for k in ("purelib", "platlib", "stdlib")}
+# Code that is never compiled, as torch/_dynamo/trace_rules.py decides: torch itself, the
+# standard library, our own stages, and a few packages that are never model code. Other
+# installed packages are compiled: Hugging Face's `transformers` is model code, and a frame
+# of it that starts after a graph break deserves a graph of its own.
+THIRD_PARTY_SKIPS = ("numpy", "pytest", "_pytest", "pluggy", "hypothesis", "tqdm", "pandas")
+_PACKAGES = (torch, stage1_eval_frame, stage2_symbolic_vm, stage3_guards)
+_SKIPPED_DIRS = tuple(os.path.dirname(p.__file__) + os.sep for p in _PACKAGES)
+_SKIPPED_DIRS += (os.path.dirname(__file__) + os.sep,)
+_SKIPPED_DIRS += tuple(
+    location + os.sep
+    for name in THIRD_PARTY_SKIPS
+    if (spec := importlib.util.find_spec(name)) is not None
+    for location in spec.submodule_search_locations or ()
 )
+_STDLIB_DIR = sysconfig.get_paths()["stdlib"] + os.sep
+_SITE_DIRS = tuple({sysconfig.get_paths()[k] + os.sep for k in ("purelib", "platlib")})
 _is_user_code = weakref.WeakKeyDictionary()  # code -> bool, decided once per code object
 
 
 def is_user_code(code) -> bool:
+    """Is this frame compiled when it starts? Not if it is torch's, the standard library's
+    (whose folder may hold site-packages: that part is not), ours, or a skipped package's."""
     if code not in _is_user_code:
         filename = code.co_filename
-        library = filename.startswith(_LIBRARY_DIRS) or filename.startswith("<frozen")
+        stdlib = filename.startswith(_STDLIB_DIR) and not filename.startswith(_SITE_DIRS)
+        library = stdlib or filename.startswith(_SKIPPED_DIRS) or filename.startswith("<frozen")
         _is_user_code[code] = not library
     return _is_user_code[code]
 
@@ -143,17 +158,29 @@ class CompiledModule(torch.nn.Module):
         forward = getattr(type(module).forward, "__code__", None)
         if forward is not None:  # torch.nn.Sequential's forward lives in torch, yet is the point
             options.entry_codes.add(forward)
+        options.entry_codes.add(call_module.__code__)
         self.callback = make_callback(options)
+
+    def __call__(self, *args, **kwargs):  # not nn.Module's: the wrapper runs no hooks of its own
+        return self.forward(*args, **kwargs)
 
     def forward(self, *args, **kwargs):
         previous = set_eval_frame(self.callback)
         try:
-            return self._orig_mod(*args, **kwargs)
+            if hooks_of(self._orig_mod):  # compile the hooks with forward, as torch does
+                return call_module(self._orig_mod, *args, **kwargs)
+            return self._orig_mod(*args, **kwargs)  # nn.Module.__call__ runs forward's frame
         finally:
             set_eval_frame(previous)
 
 
+def call_module(module, *args, **kwargs):
+    """A frame that calls the module: the VM traces nn.Module.__call__, hooks and forward."""
+    return module(*args, **kwargs)
+
+
 skip_code(CompiledModule.forward.__code__)
+skip_code(CompiledModule.__call__.__code__)
 
 
 def reset():

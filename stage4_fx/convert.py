@@ -157,18 +157,16 @@ def convert_frame(frame, options) -> CompiledFrame:
     any other error (a bug of ours) after recording it, for explain() and the logs."""
     try:
         return convert_frame_or_raise(frame, options)
-    except (Unsupported, GuardError, CompileError):
+    except (Unsupported, CompileError):
         raise
     except Exception as error:
+        code = frame.code
+        kind = "unguardable_value" if isinstance(error, GuardError) else "compiler_error"
+        reason = str(error) if isinstance(error, GuardError) else f"{type(error).__name__}: {error}"
         cause = breaks.GraphBreak(
-            "compiler_error",
-            f"{type(error).__name__}: {error}",
-            frame.code.co_qualname,
-            frame.code.co_filename,
-            frame.code.co_firstlineno,
-            eager_frame=True,
+            kind, reason, code.co_qualname, code.co_filename, code.co_firstlineno, eager_frame=True
         )
-        options.record_break(frame.code, cause)
+        options.record_break(code, cause)
         raise
 
 
@@ -311,6 +309,22 @@ CONDITIONAL_JUMPS |= {f"POP_JUMP_{d}_IF_{c}" for d in ("FORWARD", "BACKWARD") fo
     "FALSE", "TRUE", "NONE", "NOT_NONE")}  # fmt: skip
 
 
+# Builtins that see the frame that calls them: in a resume function they would see its
+# locals (the live ones only, and the stack's), not the function's.
+FRAME_READERS = {"locals", "vars", "eval", "exec"}
+FRAME_READERS_BY_NAME = {"_getframe", "currentframe", "stack"}  # sys., inspect.
+
+
+def reads_its_own_frame(code) -> str | None:
+    """The name of a builtin or function the code calls that reads its frame, or None."""
+    for inst in dis.get_instructions(code):
+        if inst.opname in ("LOAD_GLOBAL", "LOAD_NAME") and inst.argval in FRAME_READERS:
+            return f"{inst.argval}()"
+        if inst.opname in ("LOAD_ATTR", "LOAD_METHOD") and inst.argval in FRAME_READERS_BY_NAME:
+            return f"{inst.argval}()"
+    return None
+
+
 def cut(code, state, globals_, side_effects) -> tuple[Codegen, list[ResumeFunction]]:
     """The instructions after the graph call, at a break before `state`'s instruction:
     the live values pushed, the changes the trace made to outside objects, the instruction,
@@ -319,6 +333,8 @@ def cut(code, state, globals_, side_effects) -> tuple[Codegen, list[ResumeFuncti
         raise CannotCut("break_in_block", "the break is inside a `try` or `with` block")
     frame_code = code
     code, offset = original_position(code, state.offset)
+    if introspection := reads_its_own_frame(code):
+        raise CannotCut("reads_its_own_frame", f"the function calls `{introspection}`")
     instructions = [i for i in dis.get_instructions(code) if i.opname != "EXTENDED_ARG"]
     index = next(i for i, inst in enumerate(instructions) if inst.offset == offset)
     inst = instructions[index]

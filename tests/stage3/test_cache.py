@@ -156,12 +156,16 @@ def test_the_limit_counts_entries(limit):
     assert len(cache.entries) == counters.compiled == limit
 
 
-def test_an_entry_whose_guards_reject_its_own_call_is_not_kept():
+def test_an_entry_whose_guards_reject_its_own_call_is_a_bug_not_kept(monkeypatch):
     def wrong_guards(frame):
         entry = compile_add(frame_of(add, torch.ones(5), torch.ones(5)))  # made for size 5
         return entry
 
-    cache = FrameCache(add.__code__, wrong_guards)
     x = torch.ones(2)
-    torch.testing.assert_close(call(cache, add, x, x), x + x)
-    assert cache.entries == [] and counters.eager == 1
+    with pytest.raises(AssertionError, match="size of local 'x' changed: expected 5, got 2"):
+        call(FrameCache(add.__code__, wrong_guards), add, x, x)  # strict: the bug is raised
+    monkeypatch.setattr(stage3_guards.config, "strict", False)
+    cache = FrameCache(add.__code__, wrong_guards)
+    with pytest.warns(stage3_guards.CompilerWarning, match="guards reject the values"):
+        torch.testing.assert_close(call(cache, add, x, x), x + x)
+    assert cache.entries == [] and counters.eager == 2

@@ -5,6 +5,7 @@ decorators, torchvision's in-place ReLU, PyTorch's own dynamo tests.
 """
 
 import functools
+import typing
 import warnings
 
 import pytest
@@ -442,3 +443,322 @@ def test_a_thousand_compile_and_reset_rounds_keep_memory_flat():
     # every round kept its compiled graphs in `globals` and its generated sources (+2 MB).
     assert resident_mb() - before < 4.0
     assert len(linecache.cache) <= entries
+
+
+# --- Hugging Face patterns (the sweep of 91 model configurations, issue 10) -----------------
+
+
+def one_graph(fn, *args):
+    """`fn` compiles to one graph with no break, and gives eager's result."""
+    report = stage4_fx.explain(fn)(*args)
+    assert (report.graph_count, report.graph_break_count) == (1, 0), report.break_reasons
+    stage4_fx.reset()
+    assert_same_as_eager(stage4_fx.compile(fn), fn, *args)
+
+
+def test_finfo_of_a_dtype_is_a_constant():
+    one_graph(lambda x: x.masked_fill(x > 0, torch.finfo(x.dtype).min), torch.randn(4))
+    one_graph(lambda x: x.clamp(max=torch.iinfo(torch.int8).max), torch.randn(4) * 300)
+
+
+def test_an_int_plus_equals_a_tensor_makes_a_new_tensor():
+    def total(xs):
+        acc = 0
+        for x in xs:
+            acc += x * 2  # int has no __iadd__: `acc = acc + x * 2`
+        return acc
+
+    one_graph(total, [torch.randn(3), torch.randn(3)])
+
+
+def test_torch_probes_of_other_tracers_are_answered():
+    def fn(x):
+        torch._C._log_api_usage_once("minidynamo.test")
+        if torch._C._are_functorch_transforms_active() or torch._C._get_tracing_state():
+            return x
+        return x + 1
+
+    one_graph(fn, torch.randn(4))
+
+
+def test_bytes_keys_and_os_environ_are_guarded():
+    import os
+
+    table = {b"scale": 2.0}
+
+    def fn(x):
+        if os.environ.get("MINIDYNAMO_TEST_FLAG", "0") == "1":
+            return x + 1
+        return x * table[b"scale"]
+
+    one_graph(fn, torch.randn(4))
+    compiled, x = stage4_fx.compile(fn), torch.randn(4)
+    compiled(x)
+    os.environ["MINIDYNAMO_TEST_FLAG"] = "1"
+    try:
+        torch.testing.assert_close(compiled(x), x + 1)
+    finally:
+        del os.environ["MINIDYNAMO_TEST_FLAG"]
+
+
+def test_a_value_no_guard_can_check_is_explained():
+    table = {(1, 2): 3.0}  # a tuple key: DICT_KEYS compares str, int, bool, bytes only
+
+    def fn(x):
+        return x * table[(1, 2)]
+
+    report = stage4_fx.explain(fn)(torch.randn(2))
+    assert [b.kind for b in report.break_reasons] == ["unguardable_value"]
+    assert report.break_reasons[0].eager_frame
+
+
+class Hooked(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.lin(x).relu()
+
+
+def test_forward_hooks_are_traced_into_the_graph():
+    model, x = Hooked(), torch.randn(2, 4)
+    model.lin.register_forward_pre_hook(lambda mod, args: (args[0] * 2,))
+    model.lin.register_forward_hook(lambda mod, args, out: out - args[0].sum())
+    model.register_forward_pre_hook(
+        lambda mod, args, kwargs: ((args[0] + 1,), kwargs), with_kwargs=True
+    )
+    model.register_forward_hook(lambda mod, args, kwargs, out: out * 3, with_kwargs=True)
+    one_graph(model, x)
+
+
+def test_removing_or_adding_a_hook_recompiles():
+    model, x = Hooked(), torch.randn(2, 4)
+    handle = model.lin.register_forward_hook(lambda mod, args, out: out * 10)
+    compiled = stage4_fx.compile(model)
+    torch.testing.assert_close(compiled(x), model(x))
+    handle.remove()
+    torch.testing.assert_close(compiled(x), model(x))
+    model.lin.register_forward_hook(lambda mod, args, out: out * -1)
+    torch.testing.assert_close(compiled(x), model(x))
+
+
+def test_a_global_forward_hook_is_traced():
+    model, x = Hooked(), torch.randn(2, 4)
+    handle = nn.modules.module.register_module_forward_hook(lambda mod, args, out: out + 1)
+    try:
+        one_graph(model, x)
+    finally:
+        handle.remove()
+
+
+def test_a_backward_hook_is_a_graph_break_that_says_so():
+    model, x = Hooked(), torch.randn(2, 4, requires_grad=True)
+    model.lin.register_full_backward_hook(lambda mod, grad_in, grad_out: None)
+    report = stage4_fx.explain(model)(x)
+    assert "backward hooks" in report.break_reasons[0].reason
+    stage4_fx.reset()
+    assert_same_as_eager(stage4_fx.compile(model), model, x)
+
+
+class Layers(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(4, 4) for _ in range(3))
+        self.n = 2
+
+    def forward(self, x):
+        for layer in self.layers[: self.n]:
+            x = layer(x)
+        return x, len(self.layers[1:]), self.layers[-2:]
+
+
+def test_a_slice_of_a_module_list_is_its_modules():
+    model, x = Layers(), torch.randn(2, 4)
+    report = stage4_fx.explain(model)(x)
+    assert (report.graph_count, report.graph_break_count) == (1, 0), report.break_reasons
+    compiled = stage4_fx.compile(model)
+    _, count, rest = compiled(x)
+    assert count == 2 and type(rest) is nn.ModuleList and list(rest) == list(model.layers[-2:])
+    model.n = 3  # the slice's bound is guarded
+    torch.testing.assert_close(compiled(x)[0], model(x)[0])
+
+
+def test_an_lru_cached_helper_is_traced_through():
+    @functools.lru_cache
+    def flash_available():
+        return False
+
+    def fn(x):
+        return x.softmax(-1) if not flash_available() else x
+
+    one_graph(fn, torch.randn(2, 4))
+
+
+def test_tensor_type_converts_and_names():
+    one_graph(lambda x: x.type(torch.float64) * 2, torch.randn(4))
+    one_graph(lambda x: (x + 1, x.type()), torch.randn(4))
+    report = stage4_fx.explain(lambda x: x.type("torch.DoubleTensor"))(torch.randn(4))
+    assert "type's name" in report.break_reasons[0].reason
+
+
+class ScaledGelu(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, scale):
+        ctx.save_for_backward(x)
+        ctx.scale = scale
+        return F.gelu(x) * scale
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * ctx.scale * (x > 0), None
+
+
+class Square(torch.autograd.Function):  # the newer style: forward without ctx
+    @staticmethod
+    def forward(x):
+        return x * x
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        ctx.save_for_backward(inputs[0])
+
+    @staticmethod
+    def backward(ctx, grad):
+        return 2 * ctx.saved_tensors[0] * grad
+
+
+def test_an_autograd_function_without_gradients_is_its_forward():
+    def fn(x):
+        return ScaledGelu.apply(x, 2.0) + Square.apply(x)
+
+    with torch.no_grad():
+        one_graph(fn, torch.randn(4, requires_grad=True))
+    one_graph(fn, torch.randn(4))  # grad mode on, but nothing requires grad
+
+
+def test_an_autograd_function_with_gradients_is_a_break_and_keeps_its_backward():
+    def fn(x):
+        return ScaledGelu.apply(x.sin(), 2.0).sum()
+
+    x = torch.randn(4, requires_grad=True)
+    report = stage4_fx.explain(fn)(x)
+    assert "backward would be lost" in report.break_reasons[0].reason
+    stage4_fx.reset()
+    compiled = stage4_fx.compile(fn)
+    compiled(x).backward()
+    expected = torch.autograd.grad(fn(x), x)[0]
+    torch.testing.assert_close(x.grad, expected)
+
+
+def test_installed_model_code_is_compiled_and_libraries_are_not():
+    import os.path
+
+    import numpy
+    import transformers.activations
+
+    from stage4_fx.compile import is_user_code
+
+    assert is_user_code(transformers.activations.GELUActivation.forward.__code__)
+    assert not is_user_code(os.path.join.__code__)  # the standard library
+    assert not is_user_code(numpy.linspace.__wrapped__.__code__)  # never model code
+    assert not is_user_code(torch.nn.Linear.forward.__code__)
+
+
+def test_an_installed_packages_frame_after_a_break_gets_its_own_graph():
+    import sysconfig
+
+    namespace = {}
+    source = "def layer(x):\n    print('logged')\n    return x.relu() * 2\n"
+    filename = f"{sysconfig.get_paths()['purelib']}/some_models/layer.py"  # as if installed
+    exec(compile(source, filename, "exec"), namespace)
+    layer = namespace["layer"]
+
+    def fn(x):
+        return layer(x + 1) - 1  # the print breaks inside layer: the call runs as Python ...
+
+    report = stage4_fx.explain(fn)(torch.randn(4))
+    ops = [str(op) for graph_ops in report.ops_per_graph for op in graph_ops]
+    assert any("relu" in op for op in ops), ops  # ... and layer's frame is compiled too
+
+
+def test_a_function_marked_constant_is_called_while_tracing():
+    calls = []
+
+    @functools.lru_cache
+    @torch.compiler.assume_constant_result  # as transformers marks `is_torch_available`
+    def installed(name):
+        calls.append(name)
+        return name == "torch"
+
+    def fn(x):
+        return x + 1 if installed("torch") else x
+
+    counters.reset()
+    compiled = stage4_fx.compile(fn)
+    x = torch.randn(3)
+    torch.testing.assert_close(compiled(x), x + 1)
+    torch.testing.assert_close(compiled(x), x + 1)
+    assert calls == ["torch"] and counters.compiled == 1  # once, at trace time
+
+
+class Config:
+    """Hugging Face's PreTrainedConfig: attribute names mapped in a Python __getattribute__."""
+
+    attribute_map: typing.ClassVar = {"hidden": "hidden_size"}
+    reads: typing.ClassVar = []
+
+    def __init__(self):
+        self.hidden_size = 4
+
+    def __getattribute__(self, key):
+        Config.reads.append(key)
+        if key != "attribute_map" and key in super().__getattribute__("attribute_map"):
+            key = super().__getattribute__("attribute_map")[key]
+        return super().__getattribute__(key)
+
+
+def test_a_compiled_getattribute_does_not_call_itself():
+    config = Config()
+
+    def fn(x):
+        try:  # a break in a `try` block: the frame runs as Python, config's frames compile
+            print("logged")
+        finally:
+            pass
+        return x * config.hidden
+
+    x = torch.ones(2)
+    compiled = stage4_fx.compile(fn)
+    torch.testing.assert_close(compiled(x), x * 4)
+    Config.reads.clear()
+    torch.testing.assert_close(compiled(x), x * 4)
+    # Eager reads `hidden` once; the compiled frame read `__dict__` through its own
+    # __getattribute__ too, which read it again, 400 frames deep.
+    assert Config.reads == ["hidden"], Config.reads[:5]
+
+
+def test_locals_is_the_frames_own_variables():
+    def fn(x, scale=2.0):
+        y = x * scale
+
+        def inner():
+            return y
+
+        return y + 1, sorted(locals()), vars()["scale"]
+
+    one_graph(fn, torch.randn(3))
+
+
+def test_a_function_that_reads_its_own_frame_is_not_cut():
+    def find_spec(x, fullname="torch"):  # setuptools' _distutils_hack does this
+        print("a break before locals()")
+        method_name = "spec_for_{fullname}".format(**locals())
+        return x + 1, method_name
+
+    report = stage4_fx.explain(find_spec)(torch.randn(3))
+    assert [b.kind for b in report.break_reasons] == ["reads_its_own_frame"]
+    stage4_fx.reset()
+    # a resume function would have run locals() on its own variables: KeyError 'fullname'
+    assert_same_as_eager(stage4_fx.compile(find_spec), find_spec, torch.randn(3))
