@@ -53,6 +53,7 @@ from .variables import (
     LazyVariable,
     ObjectVariable,
     TensorVariable,
+    compared_by_identity,
     is_constant_value,
 )
 
@@ -110,8 +111,12 @@ def wrap_new(tx, value, source):
             items = {k: tx.read(v) for k, v in items.items()}
         return DictVariable(items, source, type(value), factory_var)
     if type(value) in (set, frozenset):
+        # dataclasses' `_ATOMIC_TYPES` is a frozenset of classes: items equal only to
+        # themselves (classes, functions) are guarded by the set's `==` as well as constants
+        if not all(is_constant_value(v) or compared_by_identity(v) for v in value):
+            raise Unsupported("unsupported_value", f"{_where(source)} holds items with own __eq__")
         assume("constant")
-        return SetVariable([ConstantVariable(v) for v in value], source, type(value))
+        return SetVariable([wrap(tx, v, None) for v in value], source, type(value))
     if isinstance(value, type) and value in GRAD_MODES:
         assume("id")
         return GradModeClassVariable(value, source)

@@ -98,6 +98,9 @@ class Variable:
         if self.source is not None:
             cg.load_source(self.source)
             return
+        if self.identity() is not UNKNOWN:  # an object from before the call (a class in a set
+            cg.load_const(self.identity())  # read from outside): the new code holds it itself
+            return
         raise CannotReconstruct(f"{self} exists only inside the trace")
 
     def __repr__(self):
@@ -124,6 +127,12 @@ def is_constant_value(value) -> bool:
     if isinstance(value, slice):
         return all(is_constant_value(v) for v in (value.start, value.stop, value.step))
     return isinstance(value, CONSTANT_TYPES)
+
+
+def compared_by_identity(value) -> bool:
+    """Is `value == other` the same as `value is other` (a class, a function, a plain object)?"""
+    kind = type(value)
+    return kind.__eq__ is object.__eq__ and kind.__hash__ is object.__hash__
 
 
 CONSTANT_TYPES = (

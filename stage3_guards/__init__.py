@@ -19,6 +19,7 @@ from .cache import (
     Config,
     Counters,
     FrameCache,
+    SkipFrame,
     config,
     counters,
 )
@@ -40,6 +41,7 @@ __all__ = [
     "GuardError",
     "GuardFunction",
     "Replay",
+    "SkipFrame",
     "build_guards",
     "compile_guards",
     "compile_replay",

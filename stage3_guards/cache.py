@@ -52,6 +52,11 @@ class CompileError(RuntimeError):
     graph break, a backend that fails): the call raises it, instead of running eagerly."""
 
 
+class SkipFrame(Exception):
+    """The frame has nothing to compile (torch: `exc.SkipFrame`): it runs as it is from now on,
+    said in the `frames` log. Not a fallback: its compiled version would be the same code."""
+
+
 class CompilerWarning(UserWarning):
     """A frame runs eagerly because the compiler itself failed on it (a bug, not a limit)."""
 
@@ -65,6 +70,7 @@ class Counters:
     compiled: int = 0  # entries compiled: the first one and every recompile
     recompiles: int = 0  # compiles because the guards of every existing entry failed
     eager: int = 0  # calls that ran the original function (could not compile, or the limit)
+    skipped: int = 0  # frames found to have nothing to compile, which run as they are
 
     def reset(self):
         for f in fields(self):
@@ -110,10 +116,13 @@ class FrameCache:
         self.entries: list[CacheEntry] = []  # replaced, never mutated: readers need no lock
         self.recompile_reasons: list[str] = []
         self.eager_reason: str | None = None  # set when the frame runs eagerly for good
+        self.skip_reason: str | None = None  # set when it has nothing to compile (SkipFrame)
 
     def lookup(self, frame):
         """The hot path: the replacement for this call, or None to run the frame as it is."""
         counters.frames += 1
+        if self.skip_reason is not None:
+            return None
         L, G, F = frame.arguments, frame.globals, frame.function
         entry = self.find(L, G, F)
         if entry is not None:
@@ -191,6 +200,11 @@ class FrameCache:
         """
         if isinstance(error, CompileError):
             raise error
+        if isinstance(error, SkipFrame):
+            counters.skipped += 1
+            self.skip_reason = str(error)
+            frames_log.info("%s runs as it is from now on: %s", self.describe(), error)
+            return None
         counters.eager += 1
         if isinstance(error, Unsupported) and error.kind == "eager_error":
             frames_log.info("%s runs eagerly this time: %s", self.describe(), error.reason)

@@ -26,6 +26,7 @@ import torch
 
 from stage2_symbolic_vm.functions import GLOBAL_HOOKS, MODULE_HOOKS
 from stage2_symbolic_vm.sources import Assumption, BuiltinSource, Source
+from stage2_symbolic_vm.variables import compared_by_identity
 
 
 class GuardError(Exception):
@@ -263,10 +264,12 @@ def _same_constant(expr: str, value, names: Names):
     elif kind is complex:
         yield from _same_constant(f"{expr}.real", value.real, names)
         yield from _same_constant(f"{expr}.imag", value.imag, names)
-    elif kind in (frozenset, set):  # sets of strings and ints compare by value
-        if not all(type(item) in (str, int) for item in value):
-            raise GuardError(f"cannot guard on a set of other things than str, int: {value!r}")
+    elif kind in (frozenset, set) and all(type(item) in (str, int) for item in value):
         yield f"{expr} == {set(value)!r}" if value else f"not {expr}"
+    elif kind in (frozenset, set):  # classes, functions: `==` asks each item `is` (a snapshot)
+        if not all(type(item) in (str, int) or compared_by_identity(item) for item in value):
+            raise GuardError(f"cannot guard on a set of things with their own ==: {value!r}")
+        yield f"{expr} == {names(frozenset(value), 'the_set')}"
     elif kind in (torch.device, torch.finfo, torch.iinfo):
         yield f"{expr} == {names(value, str(value))}"
     elif kind is float and math.isnan(value):

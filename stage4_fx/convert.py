@@ -42,7 +42,14 @@ from stage2_symbolic_vm.iterators import IteratorVariable
 from stage2_symbolic_vm.sources import LocalSource
 from stage2_symbolic_vm.trace import Trace
 from stage2_symbolic_vm.variables import LazyVariable, NullVariable
-from stage3_guards import CompileError, GuardError, GuardFunction, build_guards, compile_guards
+from stage3_guards import (
+    CompileError,
+    GuardError,
+    GuardFunction,
+    SkipFrame,
+    build_guards,
+    compile_guards,
+)
 from stage3_guards.replay import argument_names
 
 from . import breaks
@@ -157,7 +164,7 @@ def convert_frame(frame, options) -> CompiledFrame:
     any other error (a bug of ours) after recording it, for explain() and the logs."""
     try:
         return convert_frame_or_raise(frame, options)
-    except (Unsupported, CompileError):
+    except (Unsupported, CompileError, SkipFrame):
         raise
     except Exception as error:
         code = frame.code
@@ -176,14 +183,38 @@ def convert_frame_or_raise(frame, options) -> CompiledFrame:
         result = tx.run()
     except Unsupported as error:
         return convert_break(frame, options, error, tx.visits)
+    if nothing_to_compile(frame, options, tx):
+        raise SkipFrame("no tensor operation and no change outside the frame: nothing to compile")
     cg = Codegen(OutputIndex(), frame.globals)
-    cg.reconstruct(result)
-    if tx.side_effects:  # the result first (it may read what the changes overwrite)
-        cg.add(Instr("STORE_FAST", RESULT))
-        tx.side_effects.codegen(cg)
-        cg.add(Instr("LOAD_FAST", RESULT))
+    try:
+        cg.reconstruct(result)
+        if tx.side_effects:  # the result first (it may read what the changes overwrite)
+            cg.add(Instr("STORE_FAST", RESULT))
+            tx.side_effects.codegen(cg)
+            cg.add(Instr("LOAD_FAST", RESULT))
+    except CannotReconstruct as why:  # e.g. returns an iterator part-way through its items
+        code = frame.code
+        cause = breaks.GraphBreak(
+            "unreconstructable_value",
+            f"the new code cannot rebuild the frame's result or its changes: {why}",
+            *(code.co_qualname, code.co_filename, code.co_firstlineno),
+            eager_frame=True,
+        )
+        options.record_break(code, cause)
+        raise Unsupported("unsupported_value", cause.reason) from None
     cg.add(Instr("RETURN_VALUE"))
     return finish(frame, options, tx.trace, cg, None, [])
+
+
+def nothing_to_compile(frame, options, tx) -> bool:
+    """A frame the hook met on its own (not one the user compiled) whose trace has no operation
+    and changed nothing outside: an audit hook, a config helper called after a graph break.
+    torch/_dynamo raises `SkipFrame("because no content in function call")` for these: guards
+    and new code would only slow the frame down, and a guard on an argument such as an audit
+    event's name would recompile on every new value."""
+    if frame.code in options.entry_codes or tx.side_effects:
+        return False
+    return all(node.op == "input" for node in tx.trace.nodes)
 
 
 def convert_break(frame, options, error, visits) -> CompiledFrame:

@@ -5,6 +5,9 @@ decorators, torchvision's in-place ReLU, PyTorch's own dynamo tests.
 """
 
 import functools
+import os
+import subprocess
+import sys
 import typing
 import warnings
 
@@ -681,6 +684,56 @@ def test_an_installed_packages_frame_after_a_break_gets_its_own_graph():
     report = stage4_fx.explain(fn)(torch.randn(4))
     ops = [str(op) for graph_ops in report.ops_per_graph for op in graph_ops]
     assert any("relu" in op for op in ops), ops  # ... and layer's frame is compiled too
+
+
+class Named:
+    def __str__(self):  # called by print, in the part of fn that runs as Python
+        return "named" if self.__class__.__name__ == "Named" else "other"
+
+
+def test_a_frame_with_nothing_to_compile_runs_as_it_is():
+    def fn(x):
+        y = x.sin()
+        print(Named())
+        return y.cos()
+
+    counters.reset()
+    compiled = stage4_fx.compile(fn)
+    for _ in range(3):
+        x = torch.randn(4)
+        torch.testing.assert_close(compiled(x), fn(x))
+    # fn and its resume function compiled once each; Named.__str__ (not compiled by the user,
+    # no tensor work) is met once, found empty, and left alone from then on
+    assert (counters.compiled, counters.skipped, counters.recompiles) == (2, 1, 0)
+
+
+def test_an_audit_hook_is_not_compiled_for_every_event(tmp_path):
+    # filelock installs an audit hook on 3.12+ that compares the event's name: compiled, it
+    # would recompile for every new event, then warn about the recompile limit
+    script = tmp_path / "audit.py"
+    script.write_text(
+        "import sys, warnings, torch, stage4_fx\n"
+        "from stage3_guards import counters\n"
+        "def hook(event, args):\n"
+        "    if event in ('os.fork', 'os.forkpty'):\n"
+        "        raise RuntimeError(event)\n"
+        "sys.addaudithook(hook)\n"
+        "warnings.simplefilter('error')\n"
+        "def fn(x, path):\n"
+        "    with open(path) as f:\n"  # a graph break: open() runs as Python, events fire
+        "        text = f.read()\n"
+        "    return x * len(text), compile('1', 'f', 'eval'), sys._getframe().f_code.co_name\n"
+        "compiled = stage4_fx.compile(fn)\n"
+        "for _ in range(12):\n"
+        "    compiled(torch.ones(2), __file__)\n"
+        "print(counters.skipped, counters.recompiles)\n"
+    )
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    result = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["1", "0"]
 
 
 def test_a_function_marked_constant_is_called_while_tracing():
