@@ -6,10 +6,11 @@ cache (cache.py) -> a Python wrapper that calls the kernels (wrapper.py).
 The compiled code is specialised to the inputs' sizes, strides and dtypes (and the
 values of Python-number inputs); a call with different ones compiles another
 specialisation. Graphs the kernels cannot run are run by torch, whole: graphs that
-write into their inputs (or into tensors that others see), that need autograd, that
-run under autocast, or whose tensors are not on the CPU, and every graph when there is
-no C++ compiler (after one warning). Each such reason is logged once and kept in
-`CompiledGraph.torch_reasons`.
+write into tensors that others see (a view of an input, a module's tensor, an input
+that shares memory with another; a write into an input itself is written back), that
+need autograd, that run under autocast, or whose tensors are not on the CPU, and every
+graph when there is no C++ compiler (after one warning). Each such reason is logged
+once and kept in `CompiledGraph.torch_reasons`.
 """
 
 import ctypes
@@ -44,6 +45,7 @@ class CompiledCode:
     prelude: str = PRELUDE  # the helpers every source starts with
     extern_names: tuple[str, ...] = ()  # the ops that call torch (`matmul`, `cumsum`)
     torch_reason: str | None = None  # why the graph runs in torch instead, if it does
+    written_inputs: tuple[int, ...] = ()  # the inputs the kernels write into (in place)
 
     @property
     def code(self) -> str:
@@ -120,6 +122,10 @@ class CompiledGraph:
         self.last = self.specializations[key]
         if self.last.torch_reason:
             self.ran_in_torch(self.last.torch_reason)
+        elif shares_written_memory(args, self.last.written_inputs):
+            # out of place, `a.add_(b)` would read b's old values where eager reads new ones
+            self.ran_in_torch("an input the graph writes into shares memory with another input")
+            return None
         return self.last
 
     def __call__(self, *args):
@@ -134,6 +140,14 @@ class CompiledGraph:
         if self.last:
             return self.last.code
         return "\n".join(f"# the graph runs in torch: {reason}" for reason in self.torch_reasons)
+
+
+def shares_written_memory(args, written: tuple[int, ...]) -> bool:
+    """Whether an input written in place shares memory with another input (`f(x, x[0])`)."""
+    if not written:
+        return False
+    storages = [a.untyped_storage().data_ptr() for a in args if isinstance(a, torch.Tensor)]
+    return any(storages.count(args[i].untyped_storage().data_ptr()) > 1 for i in written)
 
 
 def compile_fx(gm: torch.fx.GraphModule, example_inputs) -> CompiledGraph:
@@ -221,7 +235,7 @@ def compile_graph(
     externs = tuple(b.op_name for b in graph.buffers if isinstance(b, ExternKernel))
     compiled = CompiledCode(
         source, wrapper_source, [k.name for k in kernels], code.namespace["call"], path, prelude,
-        externs,
+        externs, written_inputs=tuple(graph.written_inputs),
     )  # fmt: skip
     log.info("output code:\n%s", compiled.code)
     return compiled

@@ -6,15 +6,20 @@ into `x`, and every later reader of `x` sees the new value. When nothing else ca
 see the write, the op is computed out of place (`relu(x)`) and the later readers of
 `x` read its result instead, while earlier readers keep the old value: exactly what
 eager gives each of them. That is functionalization; torch does it for every graph
-(torch/_subclasses/functional_tensor.py, under AOTAutograd), writing mutations of the
-inputs back at the end, which we do not do yet.
+(torch/_subclasses/functional_tensor.py, under AOTAutograd).
+
+A write into a graph input is computed out of place too, and its final value is
+written back into the input's own memory at the end (`WriteBack`): the caller's tensor
+changes exactly as in eager. The scheduler runs the write-back after every read of the
+input's old value, fused into a kernel only where each read is of the element being
+written (`x.add_(1)` is one loop: load, add, store into `x`).
 
 Which calls write, and into what, comes from the meta run (meta_run.py), not from
 names: `a & b` is `operator.and_`, whose name ends with "_" but which writes nothing.
 A write is safe to compute out of place when the tensor it writes is computed inside
-the graph (not an input, not a module's tensor), is not a view of another tensor,
-and no other tensor that shares its memory (a view of it, a `detach()`) is read by
-the op or after it. Any other write runs the whole graph in torch, with the reason.
+the graph or is a graph input itself (not a module's tensor), is not a view of another
+tensor, and no other tensor that shares its memory (a view of it, a `detach()`) is read
+by the op or after it. Any other write runs the whole graph in torch, with the reason.
 """
 
 import dataclasses
@@ -24,6 +29,7 @@ import operator
 import torch
 import torch.fx
 
+from .ir import ComputedBuffer
 from .lowering import EagerOnly
 from .meta_run import MetaRun, storage_id, tensors_in
 
@@ -103,6 +109,13 @@ def out_of_place_target(node: torch.fx.Node, fn) -> tuple[str, object]:
     return "call_function", OnACopy(fn)
 
 
+@dataclasses.dataclass(frozen=True, eq=False)
+class WriteBack(ComputedBuffer):
+    """Stores a graph input's final value into the input's own memory: `name` and `layout`
+    are the input's. The wrapper allocates nothing for it; the scheduler places it after
+    every read of the old value (torch's inductor: a `MutationLayout` buffer)."""
+
+
 class Functionalization:
     """The out-of-place form of every node that writes, or `EagerOnly` with the reason."""
 
@@ -138,10 +151,12 @@ class Functionalization:
         if not isinstance(tensor, torch.Tensor):
             raise EagerOnly(f"{where}, which is not a tensor")
         storage = storage_id(tensor)
-        if storage in self.inputs:
+        if storage in self.inputs:  # an input itself is written back at the end
             owner = self.inputs[storage]
-            what = "the graph input" if owner.op == "placeholder" else "the module's tensor"
-            raise EagerOnly(f"{where}, which is {what} {owner.name}")
+            if owner.op != "placeholder":
+                raise EagerOnly(f"{where}, which is the module's tensor {owner.name}")
+            if self.meta.values[owner] is not tensor:
+                raise EagerOnly(f"{where}, which is a view of the graph input {owner.name}")
         if tensor._is_view():
             raise EagerOnly(f"{where}, a view of another tensor")
         result = self.meta.values[node]

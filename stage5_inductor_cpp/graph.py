@@ -21,7 +21,7 @@ from stage1_eval_frame.logs import get_logger
 from stage3_guards import config
 
 from . import decompositions, layouts, views  # noqa: F401  (decompositions, views: lowerings)
-from .functionalize import Functionalization, OutOfPlace, without_inplace
+from .functionalize import Functionalization, OutOfPlace, WriteBack, without_inplace
 from .ir import (
     BufferView,
     ComputedBuffer,
@@ -29,8 +29,11 @@ from .ir import (
     InputBuffer,
     Layout,
     Pointwise,
+    ReadsCollector,
     Reduction,
     contiguous_strides,
+    index_vars,
+    set_handler,
 )
 from .lowering import (
     LOWERINGS,
@@ -108,6 +111,24 @@ def broadcasts_to(shape, target) -> bool:
     return all(s in (1, t) for s, t in zip(reversed(shape), reversed(target), strict=False))
 
 
+def as_pointwise(value) -> Pointwise:
+    """A tensor value as a computation that loads it (a buffer) or computes it (a Pointwise)."""
+    if isinstance(value, Pointwise):
+        return value
+    return Pointwise(value.dtype, tuple(value.ranges), value.loader(), value.cost)
+
+
+def reads_only_its_element(data: Pointwise, layout: Layout, name: str, written) -> bool:
+    """Whether `data`, stored into input `name` at `layout`, reads no written input but its
+    own element at the index it stores to."""
+    index = index_vars("x", len(layout.size))
+    collector = ReadsCollector()
+    with set_handler(collector):
+        data.inner_fn(index)
+    store = layout.index(index)
+    return all(n not in written or (n == name and i == store) for n, i in collector.loads)
+
+
 class GraphLowering:
     """The IR of one graph: `inputs`, `buffers` in program order, and `outputs`."""
 
@@ -121,6 +142,8 @@ class GraphLowering:
         self.current_target = None  # the name of the op being lowered (`"view"`, `"sum"`)
         self.meta: MetaRun | None = None  # the graph on meta tensors: eager's answers
         self.out_of_place: dict[torch.fx.Node, OutOfPlace] = {}  # the nodes that write
+        self.input_views: dict[torch.fx.Node, BufferView] = {}  # placeholder -> its input
+        self.written_inputs: list[int] = []  # positions of the inputs written in place
         tensors = [a for a in example_inputs if isinstance(a, torch.Tensor)]
         self.device = tensors[0].device if tensors else torch.device("cpu")  # the kernels' device
 
@@ -144,10 +167,15 @@ class GraphLowering:
         for node in self.gm.graph.nodes:
             if node.op == "placeholder":
                 env[node] = self.input(self.example_inputs[len(self.inputs)])
+                if isinstance(env[node], BufferView):
+                    self.input_views[node] = env[node]
             elif node.op == "get_attr":
                 env[node] = self.constant(attribute(self.gm, node.target))
             elif node.op == "output":
+                written = self.written(env)
+                self.alias_written_inputs(node, env, written)
                 self.outputs = self.output(layouts.land_outputs(self, node, env))
+                self.write_back(written)
             elif node in self.out_of_place:
                 self.lower_out_of_place(node, env)
             else:
@@ -155,6 +183,47 @@ class GraphLowering:
                 args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), env.__getitem__)
                 env[node] = self.lower_node(node, args, kwargs)
         return self
+
+    # --- inputs written in place (functionalize.py): their final values go back -----------
+
+    def written(self, env) -> dict[str, tuple[BufferView, object]]:
+        """The inputs an in-place op wrote into: input name -> (the input, its final value)."""
+        written = {}
+        for node, view in self.input_views.items():
+            if env[node] is view:
+                continue
+            want, layout = self.meta.snapshots[node], view.layout
+            if (want.size, want.stride) != (layout.size, layout.stride):
+                raise EagerOnly(f"an in-place op changes the sizes or strides of input {node.name}")
+            written[view.buffer.name] = (view, env[node])
+        return written
+
+    def alias_written_inputs(self, output, env, written):
+        """An output that is (a view of) a written input is that input, as in eager: the
+        caller gets its own tensor back, holding the new values."""
+        storages = {storage_id(self.meta.values[n]): n for n in self.input_views}
+        for arg in output.all_input_nodes:
+            result = self.meta.values[arg]
+            owner = storages.get(storage_id(result)) if isinstance(result, torch.Tensor) else None
+            if owner is None or self.input_views[owner].buffer.name not in written:
+                continue
+            offset = result.storage_offset() - self.meta.values[owner].storage_offset()
+            layout = Layout(tuple(result.shape), tuple(result.stride()), result.dtype, offset)
+            env[arg] = BufferView(self.input_views[owner].buffer, layout)
+
+    def write_back(self, written):
+        """A `WriteBack` per written input, after every other buffer. Its value is computed
+        in the write-back's own loop when that reads no written input but its own element
+        (`x + 1`); else first into a buffer of its own (`x.flip(0)`, `y` of `x.copy_(y)`
+        when `y` is written too), so that no loop reads what another iteration overwrote."""
+        plans = []
+        for name, (view, value) in written.items():
+            data = as_pointwise(value)
+            if not reads_only_its_element(data, view.layout, name, written):
+                data = as_pointwise(self.add_buffer(data))
+            plans.append(WriteBack(name, view.layout, data))
+        self.buffers += plans
+        self.written_inputs = [i for i, b in enumerate(self.inputs) if b and b.name in written]
 
     def input(self, value):
         if not isinstance(value, torch.Tensor):

@@ -11,7 +11,10 @@ A node may join a kernel when (torch/_inductor/scheduler.py `can_fuse` decides t
     ranges to a prefix, to take a reduction over the rest);
   * every value it reads from the kernel was written in the same outer iteration:
     the load index equals the store index (over equal inner ranges);
-  * everything it depends on runs before or in that kernel.
+  * everything it depends on runs before or in that kernel;
+  * a write-back into a graph input (functionalize.py) runs after every read of the
+    input's old value, and joins a kernel only if each read there is of the element
+    it stores (then the loop loads `x[i]`, computes, and stores `x[i]`).
 Each refusal is logged with its reason (`MINIDYNAMO_LOGS=kernels`).
 
 Softmax's last loop computes exp(x - max) again, the value its sum loop folded. Rather
@@ -28,6 +31,7 @@ import torch.utils._pytree as pytree
 
 from stage1_eval_frame.logs import get_logger
 
+from .functionalize import WriteBack
 from .ir import (
     BufferView,
     ComputedBuffer,
@@ -181,6 +185,13 @@ class ExternCall:
 HEAVY_OPS = frozenset({"exp", "log", "log1p", "log2", "sigmoid", "tanh"})
 
 
+def step_reads(step) -> set[str]:
+    """The buffers a step loads (an extern: its tensor arguments)."""
+    if isinstance(step, ExternCall):
+        return {view.buffer.name for view in step.buffer.inputs()}
+    return set().union(*[node.reads() for node in step.nodes])
+
+
 def numel(ranges) -> int:
     return math.prod(ranges)
 
@@ -217,6 +228,9 @@ class Scheduler:
         earliest = max(
             (i for i, step in enumerate(self.steps) if step.produced() & reads), default=-1
         )
+        if isinstance(node.buffer, WriteBack):  # after every reader of the old value
+            readers = (i for i, step in enumerate(self.steps) if node.name in step_reads(step))
+            earliest = max(earliest, *readers, -1)
         for i in range(len(self.steps) - 1, max(earliest, 0) - 1, -1):
             reason = self.refuse(self.steps[i], node)
             if reason is None:
@@ -247,6 +261,24 @@ class Scheduler:
             uses_inner = any(v.startswith("r") for v in index.variables())
             if uses_inner and producer.inner_ranges(n) != node.inner_ranges(n):
                 return f"reads {name} over different inner ranges"
+        if isinstance(node.buffer, WriteBack):
+            return self.refuse_write_back(step, node, n)
+        return None
+
+    @staticmethod
+    def refuse_write_back(step: FusedKernel, node: SchedulerNode, n: int) -> str | None:
+        """Why the kernel cannot store into the input `node` writes: a read of another element
+        of it, which another iteration (or a later loop) would find overwritten."""
+        store = node.store_index(n)
+        for reader in step.nodes:
+            for name, index in reader.loads(n):
+                if name != node.name:
+                    continue
+                if index != store:
+                    return f"{reader.name} reads {name} at {index}, written back at {store}"
+                uses_inner = any(v.startswith("r") for v in index.variables())
+                if uses_inner and reader.inner_ranges(n) != node.inner_ranges(n):
+                    return f"{reader.name} reads {name} over other inner ranges"
         return None
 
     @staticmethod
@@ -274,11 +306,7 @@ class Scheduler:
         }
         readers = collections.defaultdict(set)
         for i, step in enumerate(self.steps):
-            if isinstance(step, ExternCall):
-                names = {view.buffer.name for view in step.buffer.inputs()}
-            else:
-                names = set().union(*[node.reads() for node in step.nodes])
-            for name in names:
+            for name in step_reads(step):
                 readers[name].add(i)
         for i, step in enumerate(self.steps):
             if not isinstance(step, FusedKernel):
@@ -290,6 +318,8 @@ class Scheduler:
                         producer.name in node.reads() for node in step.nodes if node not in loop
                     )
                     if producer.name in outputs or readers[producer.name] - {i}:
+                        continue
+                    if isinstance(producer.buffer, WriteBack):  # its store is the point
                         continue
                     if in_inner_loop and not producer.is_reduction and read_by_other_loop:
                         continue
@@ -330,6 +360,8 @@ class Scheduler:
         n = len(step.outer)
         if consumer.name in step.local:
             return "it stays in registers, there is no buffer to store into"
+        if isinstance(consumer.buffer, WriteBack):
+            return "it is a graph input, whose old values may still be read"
         if consumer.inner_ranges(n) != reduction.inner_ranges(n):
             return "its loop runs over other inner ranges"
         value_dtype, dtype = reduction.buffer.data.src_dtype, consumer.buffer.layout.dtype

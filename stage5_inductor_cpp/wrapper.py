@@ -18,6 +18,7 @@ import math
 import torch
 import torch.utils._pytree as pytree
 
+from .functionalize import WriteBack
 from .graph import ExternValue
 from .ir import BufferView, ComputedBuffer
 from .scheduler import ExternCall, FusedKernel
@@ -43,6 +44,7 @@ class WrapperCode:
         self.kernel_params = kernel_params  # kernel name -> buffer names, in signature order
         self.namespace = {"torch": torch, "empty_strided": torch.empty_strided}
         self.namespace.update(reinterpret=reinterpret, with_layout=with_layout)
+        self.namespace.update(increment_version=torch.autograd.graph.increment_version)
         self.namespace.update(graph.constants)
         self.lines: list[str] = []
 
@@ -82,6 +84,9 @@ class WrapperCode:
                 self.kernel_call(step, free.get(i, {}))
             else:
                 self.extern_call(step)
+        if written := [self.graph.inputs[i].name for i in self.graph.written_inputs]:
+            # as after eager's in-place ops: autograd sees that the caller's tensors changed
+            self.lines.append(f"    increment_version(({', '.join(written)},))")
         self.lines.append(f"    return {self.value(self.graph.outputs)}")
         return "\n".join(["def call(args):", *self.lines]) + "\n"
 
@@ -103,7 +108,11 @@ class WrapperCode:
                 for name in self.kernel_params[step.name]:
                     last_use[name] = i
         # Only our own buffers: an extern's result may be a view of its input.
-        layouts = {b.name: b.layout for b in self.graph.buffers if isinstance(b, ComputedBuffer)}
+        layouts = {
+            b.name: b.layout
+            for b in self.graph.buffers
+            if isinstance(b, ComputedBuffer) and not isinstance(b, WriteBack)
+        }
         plan, pool, released = {}, [], set()
         for i, step in enumerate(self.steps):
             for name, last in last_use.items():
@@ -113,7 +122,7 @@ class WrapperCode:
             if not isinstance(step, FusedKernel):
                 continue
             for node in step.nodes:
-                if node.name in step.local:
+                if node.name in step.local or isinstance(node.buffer, WriteBack):
                     continue
                 match = next((old for old in pool if layouts[old] == node.buffer.layout), None)
                 if match is not None:
@@ -123,8 +132,8 @@ class WrapperCode:
 
     def kernel_call(self, step: FusedKernel, reuse: dict[str, str]):
         for node in step.nodes:
-            if node.name in step.local:
-                continue
+            if node.name in step.local or isinstance(node.buffer, WriteBack):
+                continue  # in registers only, or stored into an input's memory
             if node.name in reuse:
                 self.lines.append(f"    {node.name} = {reuse[node.name]}  # reuse")
             else:

@@ -1,4 +1,5 @@
-"""In-place ops: computed out of place where only the graph sees the write, else run in torch.
+"""In-place ops: computed out of place where only the graph sees the write, written back
+into a graph input's own memory where they write into one, else run in torch.
 
 Every case runs through symbolic_trace and torch.compile (whose graphs keep in-place
 calls as they are, as our frontend's do) and must equal eager, the written tensor's
@@ -155,11 +156,6 @@ def test_in_place_ops_through_torch_compile(fn):
         assert_lowered(compiled, externs=("setitem_on_a_copy",))
 
 
-def write_into_input(a):
-    a.add_(1)
-    return a * 2
-
-
 def view_read_after(a):
     m = a * 2
     row = m[0]
@@ -192,8 +188,19 @@ def overlapping_operand(a):
     return m
 
 
+def write_into_a_view_of_an_input(a):
+    a[0].add_(1)
+    return a * 2
+
+
+def transpose_an_input(a):
+    a.t_()
+    return a + 1
+
+
 IN_TORCH = {
-    write_into_input: "which is the graph input",
+    write_into_a_view_of_an_input: "a view of the graph input",
+    transpose_an_input: "changes the sizes or strides of input",
     view_read_after: "shares and reads then or later",
     write_into_view: "a view of another tensor",
     detached_read_after: "shares and reads then or later",
@@ -262,3 +269,151 @@ def test_resnet_block_with_in_place_relu_through_our_frontend():
             stage4_fx.compile(block, backend=backend), block, torch.randn(2, 8, 6, 6)
         )
     assert compiled and all(c.last.kernel_names and not c.torch_reasons for c in compiled)
+
+
+# --- writes into graph inputs: computed out of place, then written back into the input ------
+
+
+def add_into_input(a):
+    a.add_(1)
+    return a * 2
+
+
+def augmented_into_inputs(a, b):
+    a += b
+    b *= 2
+    return a.sum()
+
+
+def inplace_activation_of_input(a, b):
+    F.relu(a, inplace=True)
+    return a + b
+
+
+def reads_another_element_of_a_written_input(a, b):
+    b.mul_(a)
+    a.add_(b.flip(0))  # reads b's new values, all of a's old ones
+    return a
+
+
+def reduction_then_write(a, b):
+    s = a.sum(1, keepdim=True)
+    a.sub_(s)  # every element of a row is read before the row is written
+    return a[0], b
+
+
+def copy_between_inputs(a, b):
+    a.copy_(b)
+    b.copy_(a.flip(0) + 1)
+
+
+def assignment_into_input(a, b):
+    a[1] = b[0]
+    return a.t()  # a view of the written input
+
+
+def keeps_the_inputs_dtype(a, n):
+    n.add_(a.long())
+    a.mul_(n)  # float32 *= int64 stays float32
+    return n + 1
+
+
+WRITTEN_BACK = {
+    "add_into_input": (add_into_input, ()),
+    "augmented_into_inputs": (augmented_into_inputs, ()),
+    "inplace_activation_of_input": (inplace_activation_of_input, ()),
+    "reads_another_element_of_a_written_input": (
+        reads_another_element_of_a_written_input,
+        ("flip",),
+    ),
+    "reduction_then_write": (reduction_then_write, ()),
+    "copy_between_inputs": (copy_between_inputs, ("copy__on_a_copy", "flip")),
+    "assignment_into_input": (assignment_into_input, ("setitem_on_a_copy",)),
+    "keeps_the_inputs_dtype": (keeps_the_inputs_dtype, ()),
+}
+
+
+@pytest.mark.parametrize("name", WRITTEN_BACK)
+def test_writes_into_inputs_are_written_back(name):
+    fn, externs = WRITTEN_BACK[name]
+    n_args = fn.__code__.co_argcount
+    args = [torch.randn(6, 6) for _ in range(n_args)]
+    if fn is keeps_the_inputs_dtype:
+        args[1] = torch.randint(-3, 3, (6, 6))
+    if fn not in (augmented_into_inputs, assignment_into_input):  # symbolic_trace turns
+        compiled = check_lowered(fn, *args, externs=externs)  # `a += b` into `a = a + b`
+        assert compiled.last.written_inputs
+    for compiled in check_torch_compile(fn, *args):
+        assert_lowered(compiled, externs)
+        assert compiled.last.written_inputs
+
+
+def test_a_write_into_an_input_is_one_loop():
+    """`a.add_(1)` loads, adds and stores into `a` itself: no buffer, no copy."""
+    compiled = check_lowered(lambda a: a.add_(1), x)
+    assert len(compiled.last.kernel_names) == 1
+    assert "empty_strided" not in compiled.last.wrapper_source
+
+
+def test_the_written_input_comes_back_itself_and_its_version_counts():
+    a = torch.randn(4, 5)
+    version = a._version
+    compiled = compile_fx(torch.fx.symbolic_trace(add_into_input_returned), [a])
+    result = compiled(a)
+    assert result is a and a._version > version
+    assert compiled.last.written_inputs == (0,)
+
+
+def add_into_input_returned(a):
+    a.add_(1)
+    return a
+
+
+def test_inputs_that_share_memory_run_in_torch():
+    def fn(a, b):
+        a.add_(b)  # with b a view of a, eager reads b's values as a changes
+        return a
+
+    base = torch.randn(4, 4)
+    compiled = compile_fx(torch.fx.symbolic_trace(fn), [torch.randn(4), torch.randn(4)])
+    assert_same_as_eager(lambda t: compiled(t[0], t[1]), lambda t: fn(t[0], t[1]), base)
+    assert compiled.torch_reasons == [
+        "an input the graph writes into shares memory with another input"
+    ]
+
+
+def test_writes_into_module_tensors_run_in_torch():
+    class Counter(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("total", torch.zeros(5))
+
+        def forward(self, a):
+            self.total.add_(a.sum(0))
+            return a * 2
+
+    module = Counter()
+    compiled = compile_fx(torch.fx.symbolic_trace(module), [x])
+    torch.testing.assert_close(compiled(x), x * 2)
+    torch.testing.assert_close(module.total, x.sum(0))
+    assert "the module's tensor" in compiled.torch_reasons[0]
+
+
+def test_writes_into_inputs_through_our_frontend():
+    def fn(a, cache, pos: int):
+        cache[:, pos] = a.sum(1)  # a KV-cache-like update of a caller's tensor
+        a.mul_(2)
+        return cache.sum(1) + a.mean()
+
+    stage4_fx.reset()
+    compiled = []
+
+    def backend(gm, example_inputs):
+        compiled.append(compile_fx(gm, example_inputs))
+        return compiled[-1]
+
+    assert_same_as_eager(
+        stage4_fx.compile(fn, backend=backend), fn, x, torch.zeros(4, 3), 1,
+        captured=lambda: bool(compiled),
+    )  # fmt: skip
+    assert not compiled[0].torch_reasons and compiled[0].last.written_inputs
