@@ -33,6 +33,12 @@ FRAME_KINDS = {
         "the function's (only the live ones, under other names)",
         "move the untraceable line out of the function that reads its own frame",
     ),
+    "stops_in_resume_prologue": BreakKind(
+        "the VM stopped while a resume function was loading the values it resumes with, "
+        "before any of the original code: there is no graph to cut, and nothing to resume",
+        "the value it could not load is named above: keep such values out of the live "
+        "variables at the earlier break, or accept that this part runs eagerly",
+    ),
     "compiler_error": BreakKind(
         "minidynamo itself failed on this frame (a bug): the frame runs eagerly, so its "
         "results are still eager's, and a CompilerWarning says so once",

@@ -364,6 +364,8 @@ def cut(code, state, globals_, side_effects) -> tuple[Codegen, list[ResumeFuncti
         raise CannotCut("break_in_block", "the break is inside a `try` or `with` block")
     frame_code = code
     code, offset = original_position(code, state.offset)
+    if offset is None:
+        raise CannotCut("stops_in_resume_prologue", "it stopped in a resume function's prologue")
     if introspection := reads_its_own_frame(code):
         raise CannotCut("reads_its_own_frame", f"the function calls `{introspection}`")
     instructions = [i for i in dis.get_instructions(code) if i.opname != "EXTENDED_ARG"]

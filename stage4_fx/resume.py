@@ -149,7 +149,7 @@ def original_position(code, offset: int) -> tuple:
     if code not in _made:
         return code, offset
     original, offsets = _made[code]
-    return original, offsets[offset]
+    return original, offsets.get(offset)  # None: in the prologue, before the original code
 
 
 def _make(code, offset, stack, live) -> ResumeFunction:

@@ -815,3 +815,21 @@ def test_a_function_that_reads_its_own_frame_is_not_cut():
     stage4_fx.reset()
     # a resume function would have run locals() on its own variables: KeyError 'fullname'
     assert_same_as_eager(stage4_fx.compile(find_spec), find_spec, torch.randn(3))
+
+
+def pick_float(table, _):
+    return table[float]
+
+
+def test_a_resume_function_that_cannot_load_its_values_runs_eagerly_and_says_why():
+    # huggingface_hub's type validator: a dict keyed by classes is on the stack at a break,
+    # and the resume function's prologue cannot load it into the VM
+    def fn(x):
+        y = x + 1
+        return y * pick_float({int: 1, float: 2}, print("logged"))
+
+    compiled = stage4_fx.compile(fn)
+    torch.testing.assert_close(compiled(torch.ones(2)), fn(torch.ones(2)))
+    report = stage4_fx.explain(fn)(torch.ones(2))
+    kinds = [b.kind for b in report.break_reasons]
+    assert "stops_in_resume_prologue" in kinds, report
