@@ -66,22 +66,48 @@ class SideEffects:
         self.containers.setdefault(id(container), container)
 
     def codegen(self, cg):
-        """Write every change into the real objects (stage 4 calls this after the graph)."""
+        """Write every change into the real objects (stage 4 calls this after the graph).
+
+        Every object and value is loaded first, into temporaries, and only then written:
+        a value that the trace read from an attribute another change deletes or replaces
+        (`b.x = a.x; del a.x`, as transformers' `get_text_config` renames keys) must be
+        read before that change, as the trace read it."""
+        writes = []
         for container in self.containers.values():
-            cg.call_callable(
-                replace_contents,
-                lambda c=container: cg.load_source(c.source),
-                lambda c=container: c.build(cg),
+            writes.append(
+                (replace_contents, [_loaded(cg, container.source), _built(cg, container)])
             )
-            cg.pop_top()
         for store in self.stores.values():
-            setter = delete_attribute if store.value is DELETED else assign_attribute
-            pushers = [lambda s=store: cg.reconstruct(s.obj), lambda s=store: cg.load_const(s.name)]
-            if store.value is not DELETED:
-                pushers.append(lambda s=store: cg.reconstruct(s.value))
-            pushers.append(lambda s=store: cg.load_const(s.generic))
+            arguments = [_kept(cg, store.obj), _constant(cg, store.name)]
+            if store.value is DELETED:
+                setter = delete_attribute
+            else:
+                setter, arguments = assign_attribute, [*arguments, _kept(cg, store.value)]
+            writes.append((setter, [*arguments, _constant(cg, store.generic)]))
+        for setter, pushers in writes:
             cg.call_callable(setter, *pushers)
             cg.pop_top()
+
+
+def _kept(cg, var):
+    """Push `var` now into a temporary; return what pushes it again later."""
+    cg.reconstruct(var)
+    return cg.stash()
+
+
+def _built(cg, container):
+    """Build `container`'s new contents now into a temporary; return what pushes them."""
+    container.build(cg)
+    return cg.stash()
+
+
+def _loaded(cg, source):
+    cg.load_source(source)
+    return cg.stash()
+
+
+def _constant(cg, value):
+    return lambda: cg.load_const(value)
 
 
 # What the new bytecode calls to apply the changes: ordinary functions, so that a reader

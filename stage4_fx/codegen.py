@@ -229,3 +229,10 @@ class Codegen:
         name = f"___tmp_{len(self.temps)}"
         self.temps[id(var)] = name
         self.add(Instr("COPY", 1), Instr("STORE_FAST", name))
+
+    def stash(self):
+        """Pop the value on top of the stack into a new temporary; return what pushes it."""
+        name = f"___tmp_{len(self.temps)}"
+        self.temps[name] = name  # (keys of the Variables' temporaries are ints: no clash)
+        self.add(Instr("STORE_FAST", name))
+        return lambda: self.add(Instr("LOAD_FAST", name))

@@ -727,6 +727,27 @@ def test_side_effects_are_written_back_before_a_break(capsys):
     assert set(capsys.readouterr().out.splitlines()) == {"logged 1"}
 
 
+class Flat:
+    """A legacy config: `decoder_*` keys that get_text_config renames (transformers)."""
+
+    def __init__(self):
+        self.decoder_dim, self.decoder_heads, self.kept = 4, [2], 1.5
+
+
+def test_values_moved_between_attributes_and_containers_are_read_before_any_write():
+    def fn(x, cfg, first, second):
+        for key in list(vars(cfg)):
+            if key.startswith("decoder_"):
+                value = getattr(cfg, key)
+                delattr(cfg, key)  # the value was read from here: it must not be read again
+                setattr(cfg, key[len("decoder_") :], value)
+        second.extend(first)
+        first.clear()  # second's new items were first's
+        return x * cfg.dim
+
+    check(fn, X, Flat(), [X, 1], [])
+
+
 def test_mutation_before_a_caught_exception():
     def fn(x, items):
         try:
