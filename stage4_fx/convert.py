@@ -64,6 +64,7 @@ from .resume import (
     ResumeFunction,
     abstract_instructions,
     live_locals,
+    argument_order,
     original_position,
     resume_function,
 )
@@ -482,6 +483,7 @@ def cut_at_jump(code, state, inst, following, original_jump, cg, closure, side_e
         set(bound_live_locals(code, state, following.offset))
         | set(bound_live_locals(code, state, inst.argval))
     )
+    live.sort(key=argument_order(code))  # stable: the rest stays sorted by name
     kinds = slot_kinds(prefix, state, live)
     for name in live:
         cg.reconstruct(state.locals[name])
@@ -507,7 +509,7 @@ def bound_live_locals(code, state, offset) -> list[str]:
     """The locals read later that hold a value now (an unbound one stays unbound)."""
     live = live_locals(code, offset)
     bound = [name for name, var in state.locals.items() if var is not variables.NULL]
-    return [name for name in bound if name in live]
+    return sorted((name for name in bound if name in live), key=argument_order(code))
 
 
 def make_function(cg: Codegen, closure: list[str], resume: ResumeFunction):

@@ -72,7 +72,22 @@ def live_locals(code, offset: int) -> set[str]:
     """The locals that may be read, before being assigned, from `offset` on."""
     abstract, position_of = abstract_instructions(code)
     live_in = _liveness(list(abstract))
-    return live_in[position_of[offset]]
+    return live_in[position_of[offset]] | {first_argument(code)} - {None}
+
+
+def first_argument(code) -> str | None:
+    """The local that `super()` without arguments reads, if the code may call it: CPython
+    takes the frame's first local (`super_init_without_args`), without naming it in the
+    bytecode. A resume function must receive it first, and always."""
+    if "__class__" in code.co_freevars and code.co_argcount:
+        return code.co_varnames[0]
+    return None
+
+
+def argument_order(code):
+    """The sort key of a resume function's live locals: `first_argument` first."""
+    first = first_argument(code)
+    return lambda name: name != first
 
 
 def _liveness(items: list) -> dict[int, set[str]]:

@@ -833,3 +833,24 @@ def test_a_resume_function_that_cannot_load_its_values_runs_eagerly_and_says_why
     report = stage4_fx.explain(fn)(torch.ones(2))
     kinds = [b.kind for b in report.break_reasons]
     assert "stops_in_resume_prologue" in kinds, report
+
+
+class CacheBase:
+    def __init__(self, n):
+        self.n = n
+
+
+class CacheChild(CacheBase):
+    def __init__(self, x, scale=2):  # as transformers' DynamicCache.__init__
+        layers = [scale]
+        print("building")  # a break: the rest of __init__ runs in a resume function ...
+        super().__init__(len(layers) * scale)  # ... whose super() reads its first local
+
+
+def test_super_without_arguments_after_a_break():
+    def fn(x):
+        return x * CacheChild(x).n
+
+    assert_same_as_eager(stage4_fx.compile(fn), fn, torch.ones(2))
+    report = stage4_fx.explain(fn)(torch.ones(2))
+    assert not any(b.eager_frame for b in report.break_reasons), report
