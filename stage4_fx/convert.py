@@ -63,8 +63,8 @@ from .resume import (
     VALUE,
     ResumeFunction,
     abstract_instructions,
-    live_locals,
     argument_order,
+    live_locals,
     original_position,
     resume_function,
 )
