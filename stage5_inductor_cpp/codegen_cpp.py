@@ -21,8 +21,13 @@ from .scheduler import FusedKernel, SchedulerNode
 CTYPES = {
     torch.float32: "float",
     torch.float64: "double",
+    torch.float16: "_Float16",  # IEEE half, a type of C (and of g++'s C++) since GCC 12
+    torch.bfloat16: "bfloat16",  # the PRELUDE's: g++ 12's __bf16 has no arithmetic
     torch.int64: "int64_t",
     torch.int32: "int32_t",
+    torch.int16: "int16_t",
+    torch.int8: "int8_t",
+    torch.uint8: "uint8_t",
     torch.bool: "bool",
 }
 
@@ -33,6 +38,7 @@ PRELUDE = r"""#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <omp.h>
 
@@ -47,6 +53,26 @@ MINIDYNAMO_SIMD(sin) MINIDYNAMO_SIMD(cos) MINIDYNAMO_SIMD(exp) MINIDYNAMO_SIMD(l
 MINIDYNAMO_SIMD(tanh) MINIDYNAMO_SIMD(erf) MINIDYNAMO_SIMD(tan) MINIDYNAMO_SIMD(atan)
 MINIDYNAMO_SIMD(log1p) MINIDYNAMO_SIMD(expm1) MINIDYNAMO_SIMD(log2)
 #endif
+
+// torch.bfloat16: the upper half of a float32's bits. The kernels only load, convert and
+// store it (they compute in float); float -> bfloat16 rounds to nearest even and makes
+// NaN 0x7FC0, as c10::BFloat16's round_to_nearest_even.
+struct bfloat16 {
+    uint16_t bits;
+    bfloat16() = default;
+    bfloat16(float value) {
+        uint32_t u;
+        std::memcpy(&u, &value, sizeof u);
+        uint32_t rounded = (u + 0x7FFF + ((u >> 16) & 1)) >> 16;
+        bits = value != value ? 0x7FC0 : static_cast<uint16_t>(rounded);
+    }
+    operator float() const {
+        uint32_t u = static_cast<uint32_t>(bits) << 16;
+        float value;
+        std::memcpy(&value, &u, sizeof value);
+        return value;
+    }
+};
 
 // torch.maximum/minimum propagate NaN; std::max does not.
 template <typename T> inline T max_propagate_nan(T a, T b) {
@@ -95,6 +121,8 @@ class CppOverrides:
             return "true" if value else "false"
         if not dtype.is_floating_point:
             return f"{int(value)}L" if int(value) >= 0 else f"({int(value)}L)"
+        if dtype in (torch.float16, torch.bfloat16):  # as c10::Half(double): through float
+            return f"static_cast<{cls.ctype(dtype)}>({cls.constant(value, torch.float32)})"
         ctype, value = cls.ctype(dtype), float(value)
         if math.isnan(value):
             return f"std::numeric_limits<{ctype}>::quiet_NaN()"
@@ -109,6 +137,11 @@ class CppOverrides:
 
     @classmethod
     def to_dtype(cls, x, dtype: torch.dtype) -> str:
+        source = getattr(x, "dtype", None)
+        if dtype == torch.uint8 and source is not None and source.is_floating_point:
+            # C++ leaves a negative float to unsigned undefined; c10 goes through int64
+            # (c10/util/TypeCast.h), so -1.0 is 255, as in torch.
+            return f"static_cast<uint8_t>(static_cast<int64_t>({x}))"
         return f"static_cast<{cls.ctype(dtype)}>({x})"
 
     @classmethod
@@ -183,6 +216,29 @@ class CppKernel:
         if x.dtype == dtype:
             return x
         return self.emit(self.overrides.to_dtype(x, dtype), dtype, self.keys.to_dtype(x.key, dtype))
+
+    def index_expr(self, index, dtype) -> Value:
+        """An index as a value (`cat` compares it with where each piece starts)."""
+        key = self.keys.index_expr(index, dtype)
+        return self.emit(self.overrides.to_dtype(index, dtype), dtype, key)
+
+    def indirect_indexing(self, value: Value, size: int) -> Value:
+        """A loaded index as an index variable; a negative one counts from the end (`x[-1]`).
+        The values are in range: the wrapper checked them before (`gather.checked`)."""
+        key = self.keys.indirect_indexing(value.key, size)
+        return self.emit(f"{value} < 0 ? {value} + {size} : {value}", torch.int64, key)
+
+    def masked(self, mask: Value, body, other) -> Value:
+        """`body()` where `mask` holds, else `other`: its loads run only inside the `if`."""
+        with self.block() as lines:
+            result = body()
+        key = self.keys.masked(mask.key, lambda: result.key, other)
+        name = Value(f"tmp{self.count}", result.dtype, key)
+        self.count += 1
+        ctype = self.overrides.ctype(result.dtype)
+        self.lines.append(f"{ctype} {name} = {self.overrides.constant(other, result.dtype)};")
+        self.lines += [f"if ({mask})", "{", *indent(lines), f"    {name} = {result};", "}"]
+        return name
 
     def __getattr__(self, op: str):
         if op not in self.overrides.FORMATS:

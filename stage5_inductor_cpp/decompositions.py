@@ -7,18 +7,24 @@ into one kernel. Each decomposition says which torch function it mirrors.
 import math
 
 import torch
+import torch.nn.functional as F
 
-from .ir import ops
+from .ir import Reduction, ops
 from .lowering import (
     LOWERINGS,
     Fallback,
+    _dim,
     _dims,
     _numel,
     is_tensor,
+    loader_for,
     make_pointwise,
     make_reduction,
     reduced_dims,
     register,
+    reindex,
+    reshape_to,
+    upcast,
 )
 
 
@@ -121,16 +127,19 @@ def masked_fill(graph, out, x, mask, value):
 def mean(graph, out, x, dim=None, keepdim=False, *, dtype=None):
     dims = reduced_dims(x, _dims(dim))
     count = _numel([x.ranges[d] for d in dims])
-    total = make_reduction(graph, x, dims, keepdim, "sum", out.dtype, out.dtype)
+    acc = upcast(out.dtype)  # a float16 sum may overflow where the mean does not
+    total = make_reduction(graph, x, dims, keepdim, "sum", acc, acc)
     return make_pointwise(ops.truediv, total, float(count), dtype=out.dtype)
 
 
 def _variance(graph, x, dims, correction, keepdim, dtype):
-    """Two passes, mean then squared deviations (torch uses Welford; both are stable), in
-    torch's accumulation type: double for float32 on the CPU (`at::acc_type<float, false>`,
-    aten/src/ATen/native/cpu/ReduceOpsKernel.cpp's `std_var_kernel_impl`), where the
-    square of 1e20 or of a denormal still has a value; CUDA's is float.
-    The result stays in that type: `std` takes its square root before rounding."""
+    """The variance and the mean. Two passes, mean then squared deviations (torch uses
+    Welford; both are stable), in torch's accumulation type: double for float32, float16
+    and bfloat16 on the CPU (`std_var_kernel_impl` in
+    aten/src/ATen/native/cpu/ReduceOpsKernel.cpp), where the square of 1e20 or of a
+    denormal still has a value; CUDA's is float. The result stays in that type: `std`
+    takes its square root before rounding."""
+    dtype = upcast(dtype)
     if dtype == torch.float32 and graph.device.type == "cpu":
         dtype = torch.float64
     dims = reduced_dims(x, dims)
@@ -144,7 +153,8 @@ def _variance(graph, x, dims, correction, keepdim, dtype):
     deviation = make_pointwise(ops.sub, x, mu, dtype=dtype)
     squares = make_pointwise(lambda d: ops.mul(d, d), deviation, dtype=dtype)
     total = make_reduction(graph, squares, dims, keepdim, "sum", dtype, dtype)
-    return make_pointwise(ops.truediv, total, float(max(count - correction, 0)), dtype=dtype)
+    variance = make_pointwise(ops.truediv, total, float(max(count - correction, 0)), dtype=dtype)
+    return variance, (mu if keepdim else reshape_to(graph, mu, variance.ranges))
 
 
 def _correction(unbiased, correction):
@@ -154,32 +164,125 @@ def _correction(unbiased, correction):
 
 
 def _variance_of(graph, out, x, dim, unbiased, keepdim, correction):
+    if not x.dtype.is_floating_point:  # var_mean skips the stand-ins that would say so
+        raise Fallback(f"variance of {x.dtype}: torch raises")
     if isinstance(dim, bool):
         dim, unbiased = None, dim
     correction = _correction(unbiased, correction)
     return _variance(graph, x, _dims(dim), correction, keepdim, out.dtype)
 
 
+def _rounded(value, dtype, fn=lambda v: v):
+    return make_pointwise(fn, value, dtype=dtype, compute=value.dtype)
+
+
 @register("var")
 def var(graph, out, x, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    variance = _variance_of(graph, out, x, dim, unbiased, keepdim, correction)
-    return make_pointwise(lambda v: v, variance, dtype=out.dtype, compute=variance.dtype)
+    variance, _ = _variance_of(graph, out, x, dim, unbiased, keepdim, correction)
+    return _rounded(variance, out.dtype)
 
 
 @register("std")
 def std(graph, out, x, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    variance = _variance_of(graph, out, x, dim, unbiased, keepdim, correction)
-    return make_pointwise(ops.sqrt, variance, dtype=out.dtype, compute=variance.dtype)
+    variance, _ = _variance_of(graph, out, x, dim, unbiased, keepdim, correction)
+    return _rounded(variance, out.dtype, ops.sqrt)
+
+
+@register("var_mean", same_dtype=True)
+def var_mean(graph, out, x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    variance, mean = _variance_of(graph, out, x, dim, unbiased, keepdim, correction)
+    return _rounded(variance, out.dtype), _rounded(mean, out.dtype)
+
+
+@register("std_mean", same_dtype=True)
+def std_mean(graph, out, x, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    variance, mean = _variance_of(graph, out, x, dim, unbiased, keepdim, correction)
+    return _rounded(variance, out.dtype, ops.sqrt), _rounded(mean, out.dtype)
+
+
+# A scan over more elements than this stays a call into torch (see `cumsum`).
+SCAN_LIMIT = 1024
+
+
+def _scan(reduction_type, neutral):
+    """`cumsum` (or `cumprod`) as a reduction per output element: element j of a row folds the
+    row's elements up to j (the others count as `neutral`). That is n steps per element where
+    a scan takes one: fine for the short rows models scan (position ids, masks), which it
+    fuses with what comes before and after. Inductor has a scan node (ir.Scan, Triton's
+    `tl.associative_scan`), which needs a kernel whose stores happen inside its loop."""
+
+    def lower(graph, out, x, dim, *, dtype=None):
+        rank = len(x.ranges)
+        d = _dim(dim, rank)
+        if rank == 0:
+            return make_pointwise(lambda v: v, x, dtype=out.dtype, compute=x.dtype)
+        n = x.ranges[d]
+        if n > SCAN_LIMIT:
+            raise Fallback(f"a scan over {n} elements: {n} steps per element is too slow")
+        acc = upcast(out.dtype)
+        load = loader_for(x, x.ranges, acc)
+
+        def inner_fn(idx, ridx):
+            source = [*idx[:d], ridx[0], *idx[d + 1 :]]
+            after = ops.index_expr(ridx[0] + idx[d] * -1, torch.int64)  # r - j
+            keep = ops.le(after, ops.constant(0, torch.int64))
+            return ops.where(keep, load(source), ops.constant(neutral, acc))
+
+        scan = Reduction(out.dtype, tuple(x.ranges), (n,), reduction_type, inner_fn, acc)
+        return graph.add_buffer(scan)
+
+    return lower
+
+
+register("cumsum")(_scan("sum", 0))
+register("cumprod")(_scan("prod", 1))
+
+
+@register("nan_to_num")
+def nan_to_num(graph, out, x, nan=0.0, posinf=None, neginf=None):
+    """NaN, inf and -inf replaced (by default by 0 and the dtype's extremes); other values and
+    integer tensors kept as they are."""
+    if not out.dtype.is_floating_point:
+        return make_pointwise(lambda v: v, x, dtype=out.dtype)
+    info, acc = torch.finfo(out.dtype), upcast(out.dtype)
+    posinf = info.max if posinf is None else posinf
+    neginf = info.min if neginf is None else neginf
+
+    def fn(v):
+        def c(value):
+            return ops.constant(float(value), acc)
+
+        infinite = ops.where(ops.eq(v, c(math.inf)), c(posinf), c(neginf))
+        finite = ops.where(ops.eq(ops.abs(v), c(math.inf)), infinite, v)
+        return ops.where(ops.isnan(v), c(nan), finite)
+
+    return make_pointwise(fn, x, dtype=out.dtype)
+
+
+@register("hardswish")
+def hardswish(graph, out, x):
+    """torch's `x * min(max(x + 3, 0), 6) / 6` (aten/src/ATen/native/cpu/Activation.cpp)."""
+    acc = upcast(out.dtype)
+
+    def fn(v):
+        def c(value):
+            return ops.constant(value, acc)
+
+        gate = ops.minimum(ops.maximum(ops.add(v, c(3.0)), c(0.0)), c(6.0))
+        return ops.truediv(ops.mul(v, gate), c(6.0))
+
+    return make_pointwise(fn, x, dtype=out.dtype)
 
 
 def _softmax_parts(graph, x, dim, dtype):
     """`x - max(x)` and `sum(exp(x - max(x)))` over `dim`, the shared part of both softmaxes."""
     if dtype is not None and dtype != x.dtype:
         x = make_pointwise(lambda v: v, x, dtype=dtype, compute=x.dtype)
-    biggest = make_reduction(graph, x, [dim], True, "max", x.dtype)
-    shifted = make_pointwise(ops.sub, x, biggest, dtype=x.dtype)
+    acc = upcast(x.dtype)  # float16 rows are computed in float32 and rounded once
+    biggest = make_reduction(graph, x, [dim], True, "max", acc)
+    shifted = make_pointwise(ops.sub, x, biggest, dtype=acc)
     total = make_reduction(
-        graph, make_pointwise(ops.exp, shifted, dtype=x.dtype), [dim], True, "sum", x.dtype
+        graph, make_pointwise(ops.exp, shifted, dtype=acc), [dim], True, "sum", acc
     )
     return shifted, total
 
@@ -200,40 +303,130 @@ def log_softmax(graph, out, x, dim=None, _stacklevel=3, dtype=None):
     return make_pointwise(lambda s, t: ops.sub(s, ops.log(t)), shifted, total, dtype=out.dtype)
 
 
+def _normalized(graph, x, dims, eps, acc):
+    """`(x - mean) / sqrt(var + eps)` over `dims`, in the dtype `acc`: the two passes of
+    `_variance`, with the biased variance, as every norm uses."""
+    count = float(_numel([x.ranges[d] for d in dims]))
+    total = make_reduction(graph, x, dims, True, "sum", acc, acc)
+    mean = make_pointwise(ops.truediv, total, count, dtype=acc)
+    deviation = make_pointwise(ops.sub, x, mean, dtype=acc)
+    squares = make_pointwise(lambda d: ops.mul(d, d), deviation, dtype=acc)
+    variance = make_pointwise(
+        ops.truediv, make_reduction(graph, squares, dims, True, "sum", acc, acc), count, dtype=acc
+    )
+    scale = make_pointwise(
+        lambda v: ops.rsqrt(ops.add(v, ops.constant(eps, acc))), variance, dtype=acc
+    )
+    return make_pointwise(ops.mul, deviation, scale, dtype=acc)
+
+
+def _affine(x, weight, bias, dtype):
+    """`x * weight + bias` (each if given), rounded to `dtype` once at the end."""
+    if weight is not None:
+        x = make_pointwise(ops.mul, x, weight, dtype=x.dtype)
+    if bias is not None:
+        x = make_pointwise(ops.add, x, bias, dtype=x.dtype)
+    return x if x.dtype == dtype else make_pointwise(lambda v: v, x, dtype=dtype, compute=x.dtype)
+
+
+def _check_params(name, x, params, shape):
+    """Our kernels take parameters of the input's dtype and of `shape`; torch decides the rest
+    (mixed dtypes that it accepts, and the errors of those it rejects)."""
+    if not x.dtype.is_floating_point:
+        raise Fallback(f"{name} of {x.dtype}: torch raises")
+    for param in params:
+        if param is not None and (param.dtype != x.dtype or tuple(param.ranges) != shape):
+            raise Fallback(f"{name}'s parameters do not match the input: torch decides")
+
+
 @register("layer_norm", same_dtype=True)
 def layer_norm(graph, out, x, normalized_shape, weight=None, bias=None, eps=1e-5, *args):
     # `same_dtype` skips the stand-in run that would reject these: torch (the extern) must.
-    if not x.dtype.is_floating_point:
-        raise Fallback(f"layer_norm of {x.dtype}: torch raises")
     shape = tuple(normalized_shape)
     if not shape or tuple(x.ranges[-len(shape) :]) != shape:
         raise Fallback(f"layer_norm over {shape} of a {list(x.ranges)} tensor: torch raises")
-    for param in (weight, bias):
-        if param is not None and (param.dtype != x.dtype or tuple(param.ranges) != shape):
-            raise Fallback("layer_norm's weight or bias does not match the input: torch decides")
+    _check_params("layer_norm", x, (weight, bias), shape)
     dims = list(range(len(x.ranges) - len(shape), len(x.ranges)))
-    dtype = out.dtype
-    count = float(_numel(shape))
-    mu = make_pointwise(
-        ops.truediv, make_reduction(graph, x, dims, True, "sum", dtype, dtype), count, dtype=dtype
-    )
-    deviation = make_pointwise(ops.sub, x, mu, dtype=dtype)
-    squares = make_pointwise(lambda d: ops.mul(d, d), deviation, dtype=dtype)
-    variance = make_pointwise(
-        ops.truediv,
-        make_reduction(graph, squares, dims, True, "sum", dtype, dtype),
-        count,
-        dtype=dtype,
-    )
-    scale = make_pointwise(
-        lambda v: ops.rsqrt(ops.add(v, ops.constant(eps, dtype))), variance, dtype=dtype
-    )
-    result = make_pointwise(ops.mul, deviation, scale, dtype=dtype)
-    if weight is not None:
-        result = make_pointwise(ops.mul, result, weight, dtype=dtype)
-    if bias is not None:
-        result = make_pointwise(ops.add, result, bias, dtype=dtype)
-    return result
+    result = _normalized(graph, x, dims, eps, upcast(out.dtype))
+    return _affine(result, weight, bias, out.dtype)
+
+
+@register("group_norm", same_dtype=True)
+def group_norm(graph, out, x, num_groups, weight=None, bias=None, eps=1e-5, *args):
+    """Normalized over each group of channels (and every position): seen as
+    `(N, groups, channels per group, ...)`, an index map of `(N, C, ...)`, it is a norm over
+    the dims after the second. Mapping back needs `c // size`, which is not affine, so the
+    result lands in memory laid out as `(N, C, ...)` and is read from there."""
+    if len(x.ranges) < 2 or x.ranges[1] % num_groups:
+        raise Fallback(f"group_norm of {num_groups} groups of a {list(x.ranges)} tensor")
+    n, channels, *rest = x.ranges
+    _check_params("group_norm", x, (weight, bias), (channels,))
+    size = channels // num_groups
+    grouped = (n, num_groups, size, *rest)
+    x = reindex(x, grouped, lambda idx: [idx[0], idx[1] * size + idx[2], *idx[3:]])
+    result = _normalized(graph, x, list(range(2, len(grouped))), eps, upcast(out.dtype))
+
+    def per_channel(param):  # weight[c] as `(groups, size, 1, ...)`, to broadcast
+        if param is None:
+            return None
+        return reindex(param, (num_groups, size, *[1] * len(rest)), lambda i: [i[0] * size + i[1]])
+
+    result = _affine(result, per_channel(weight), per_channel(bias), out.dtype)
+    return reshape_to(graph, result, (n, channels, *rest))
+
+
+@register(F.batch_norm, same_dtype=True)
+def batch_norm(
+    graph, out, x, running_mean, running_var, weight=None, bias=None, training=False,
+    momentum=0.1, eps=1e-5,
+):  # fmt: skip
+    """Inference: each channel is `x * alpha + beta`, with torch's own terms
+    (aten/src/ATen/native/batch_norm.cpp, `batch_norm_cpu_collect_linear_and_constant_terms`):
+    `alpha = weight / sqrt(var + eps)`, `beta = bias - mean * alpha`, computed in the
+    accumulation type (double for float32 on the CPU: a huge mean times alpha is no inf)."""
+    if training or running_mean is None or running_var is None:
+        raise Fallback("batch_norm in training mode: batch statistics, running ones updated")
+    if len(x.ranges) < 2:
+        raise Fallback(f"batch_norm of a {list(x.ranges)} tensor: torch raises")
+    channels = x.ranges[1]
+    params = [p for p in (running_mean, running_var, weight, bias) if p is not None]
+    _check_params("batch_norm", x, params, (channels,))
+    acc = upcast(out.dtype)
+    terms = torch.float64 if acc == torch.float32 and graph.device.type == "cpu" else acc
+
+    def fn(v, mean, var, *affine):
+        affine = [ops.to_dtype(p, terms) for p in affine]
+        w = affine.pop(0) if weight is not None else None
+        b = affine.pop(0) if bias is not None else None
+        std = ops.sqrt(ops.add(ops.to_dtype(var, terms), ops.constant(eps, terms)))
+        inverse = ops.truediv(ops.constant(1.0, terms), std)
+        alpha = inverse if w is None else ops.mul(inverse, w)
+        zero = ops.constant(0.0, terms)
+        beta = ops.sub(zero if b is None else b, ops.mul(ops.to_dtype(mean, terms), alpha))
+        return ops.add(ops.mul(v, ops.to_dtype(alpha, acc)), ops.to_dtype(beta, acc))
+
+    channel = (channels, *[1] * (len(x.ranges) - 2))  # broadcasts along dim 1
+    params = [reindex(p, channel, lambda idx: [idx[0]]) for p in params]
+    return make_pointwise(fn, x, *params, dtype=out.dtype)
+
+
+@register("rms_norm", same_dtype=True)
+def rms_norm(graph, out, x, normalized_shape, weight=None, eps=None):
+    """torch's own decomposition (torch/_decomp/decompositions.py, `_fused_rms_norm`):
+    `x * rsqrt(mean(x ** 2) + eps) * weight`, computed in float32 for float16 and bfloat16,
+    with the epsilon of that dtype when none is given."""
+    shape = tuple(normalized_shape)
+    if not shape or tuple(x.ranges[-len(shape) :]) != shape:
+        raise Fallback(f"rms_norm over {shape} of a {list(x.ranges)} tensor: torch raises")
+    _check_params("rms_norm", x, (weight,), shape)
+    acc = upcast(out.dtype)
+    eps = torch.finfo(acc).eps if eps is None else eps
+    dims = list(range(len(x.ranges) - len(shape), len(x.ranges)))
+    squares = make_pointwise(lambda v: ops.mul(v, v), x, dtype=acc)
+    total = make_reduction(graph, squares, dims, True, "sum", acc, acc)
+    mean = make_pointwise(ops.truediv, total, float(_numel(shape)), dtype=acc)
+    scale = make_pointwise(lambda m: ops.rsqrt(ops.add(m, ops.constant(eps, acc))), mean, dtype=acc)
+    return _affine(make_pointwise(ops.mul, x, scale, dtype=acc), weight, None, out.dtype)
 
 
 @register("dropout")

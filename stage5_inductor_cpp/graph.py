@@ -20,7 +20,14 @@ import torch.utils._pytree as pytree
 from stage1_eval_frame.logs import get_logger
 from stage3_guards import config
 
-from . import decompositions, layouts, views  # noqa: F401  (decompositions, views: lowerings)
+from . import (  # noqa: F401  (they register lowerings)
+    decompositions,
+    factories,
+    gather,
+    layouts,
+    pooling,
+    views,
+)
 from .functionalize import Functionalization, OutOfPlace, WriteBack, without_inplace
 from .ir import (
     BufferView,
@@ -354,7 +361,7 @@ class GraphLowering:
             raise Fallback("an argument is the non-tensor result of an extern call")
         tensors = [a for a in leaves if is_tensor(a)]
         if lowering in SAME_DTYPE:
-            out = torch.empty((), dtype=tensors[0].dtype)
+            out = torch.empty((), dtype=tensors[SAME_DTYPE[lowering]].dtype)
         else:
             stand_ins = pytree.tree_map(_stand_in, (args, kwargs))
             try:

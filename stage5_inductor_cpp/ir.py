@@ -11,6 +11,14 @@ Index expressions are affine (`4096*x0 + r0 + 3`): every view we lower (permute,
 expand, slicing, size-1 reshapes) is affine, and a reshape that is not becomes a
 reinterpretation of a contiguous buffer instead (inductor uses sympy for the
 general case; affine keeps the IR printable and the codegen simple).
+
+Two ops take more than values (inductor has both, under the same names):
+`ops.indirect_indexing(value, size)` turns a loaded value into an index variable,
+which an `Index` can then hold like `x0` (`weight[64*indirect(ids[x0]) + x1]`:
+`embedding`, `gather`); `ops.masked(mask, body, other)` is `body()` where `mask`
+holds and `other` elsewhere, without running `body`'s loads elsewhere (they may
+point outside their tensor: `cat`, a pooling window over the padding). C++ writes
+an `if`, Triton masks the loads.
 """
 
 import contextlib
@@ -145,6 +153,9 @@ class ReadsCollector:
         self.loads.append((name, index))
         return name
 
+    def masked(self, mask, body, other):
+        return body()
+
     def __getattr__(self, name):
         return lambda *args, **kwargs: name
 
@@ -158,9 +169,12 @@ class OpCounter:
     def load(self, name, index):
         return name
 
+    def masked(self, mask, body, other):
+        return body()
+
     def __getattr__(self, name):
         def record(*args, **kwargs):
-            if name not in ("constant", "to_dtype", "index_expr"):
+            if name not in ("constant", "to_dtype", "index_expr", "indirect_indexing"):
                 self.names.append(name)
             return name
 
@@ -241,6 +255,12 @@ class Printer:
 
     def to_dtype(self, x, dtype):
         return f"{x}.to({str(dtype).removeprefix('torch.')})"
+
+    def masked(self, mask, body, other):
+        return f"masked({mask}, {body()}, {other!r})"
+
+    def indirect_indexing(self, value, size):
+        return f"indirect({value})"
 
     def __getattr__(self, name):
         return lambda *args: f"{name}({', '.join(str(a) for a in args)})"

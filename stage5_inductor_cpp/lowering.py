@@ -29,21 +29,35 @@ class EagerOnly(Exception):
 
 
 LOWERINGS: dict = {}
-SAME_DTYPE: set = set()  # lowerings whose result has their input's dtype (views, layer_norm)
+# Lowerings whose result has an input's dtype (views, layer_norm, gather): the position of
+# that input among the tensor arguments. Their dtype is not asked of stand-ins, which
+# cannot answer ops that depend on sizes or values (a pooling window, an index).
+SAME_DTYPE: dict = {}
 
-SUPPORTED_DTYPES = (torch.float32, torch.float64, torch.int64, torch.int32, torch.bool)
+SUPPORTED_DTYPES = (
+    torch.float32, torch.float64, torch.float16, torch.bfloat16,
+    torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8, torch.bool,
+)  # fmt: skip
 
 
-def register(*targets, same_dtype=False):
+def upcast(dtype: torch.dtype) -> torch.dtype:
+    """The dtype a value is computed in: float16 and bfloat16 values are loaded into float32,
+    computed there, and rounded when stored, as torch's CPU kernels and inductor do."""
+    return torch.float32 if dtype in (torch.float16, torch.bfloat16) else dtype
+
+
+def register(*targets, same_dtype: bool | int = False):
     """Register a lowering for torch functions, operator functions, and Tensor method names.
 
     A string registers the method name plus `torch.<name>` and `torch.nn.functional.<name>`
     when they exist, so `x.sin()`, `torch.sin(x)` and `F.relu(x)` all find it.
+    `same_dtype=True` (or the position of the tensor argument, `1` for `F.embedding`'s
+    weight) says that the result has that argument's dtype.
     """
 
     def decorate(fn):
-        if same_dtype:
-            SAME_DTYPE.add(fn)
+        if same_dtype is not False:
+            SAME_DTYPE[fn] = 0 if same_dtype is True else same_dtype
         for target in targets:
             LOWERINGS[target] = fn
             if isinstance(target, str):
@@ -80,6 +94,7 @@ def broadcast_shapes(*shapes) -> tuple[int, ...]:
 def loader_for(value, ranges, dtype):
     """A function `index -> value` for `value` broadcast to `ranges` and cast to `dtype`."""
     if not is_tensor(value):
+        value = number_as(value, dtype)
         return lambda idx: ops.constant(value, dtype)
     load, source_ranges = value.loader(), value.ranges
     skip = len(ranges) - len(source_ranges)
@@ -95,9 +110,18 @@ def loader_for(value, ranges, dtype):
     return lambda idx: ops.to_dtype(load(broadcast(idx)), dtype)
 
 
+def number_as(value, dtype):
+    """A Python number as torch casts it to an op's dtype: `uint8_tensor < 300` compares with
+    44, as 300 wraps around to it."""
+    if dtype.is_floating_point or dtype == torch.bool or isinstance(value, bool):
+        return value
+    return torch.tensor(value).to(dtype).item()
+
+
 def make_pointwise(fn, *args, dtype, compute=None):
-    """`fn` applied elementwise to broadcast `args`, computed in `compute`, stored as `dtype`."""
-    compute = compute or dtype
+    """`fn` applied elementwise to broadcast `args`, computed in `compute` (upcast), stored
+    as `dtype`."""
+    compute = upcast(compute or dtype)
     ranges = broadcast_shapes(*[a.ranges for a in args if is_tensor(a)])
     loaders = [loader_for(a, ranges, compute) for a in args]
 
@@ -126,7 +150,8 @@ def make_reduction(graph, x, dims, keepdim, reduction_type, dtype, compute=None)
     rank = len(x.ranges)
     dims = reduced_dims(x, dims)
     kept = [d for d in range(rank) if d not in dims]
-    load = loader_for(x, x.ranges, compute or x.dtype)
+    compute = upcast(compute or x.dtype)
+    load = loader_for(x, x.ranges, compute)
 
     def inner_fn(idx, ridx):
         full = [None] * rank
@@ -138,9 +163,8 @@ def make_reduction(graph, x, dims, keepdim, reduction_type, dtype, compute=None)
 
     ranges = tuple(x.ranges[d] for d in kept)
     reduction = Reduction(
-        dtype, ranges, tuple(x.ranges[d] for d in dims), reduction_type, inner_fn,
-        compute or x.dtype,
-    )  # fmt: skip
+        dtype, ranges, tuple(x.ranges[d] for d in dims), reduction_type, inner_fn, compute
+    )
     result = graph.add_buffer(reduction)
     if not keepdim:
         return result
@@ -364,7 +388,10 @@ def _to_flags(args, copy, memory_format):
     return copy, memory_format
 
 
-@register("to", "type", "float", "double", "long", "int", "bool", "type_as")
+@register(
+    "to", "type", "type_as", "float", "double", "half", "bfloat16", "long", "int", "short",
+    "char", "byte", "bool",
+)  # fmt: skip
 def to_dtype(graph, out, x, *args, copy=False, memory_format=None, **kwargs):
     """A cast; torch returns `x` itself when nothing changes and no copy is asked for."""
     if graph.current_target == "to":

@@ -8,13 +8,15 @@ import operator
 
 import torch
 
-from .ir import Index
+from .gather import index_with_tensors
+from .ir import BufferView, Index, Pointwise, ops
 from .lowering import (
     Fallback,
     _dim,
     _numel,
     broadcast_shapes,
     is_tensor,
+    loader_for,
     register,
     reindex,
     reshape_to,
@@ -121,10 +123,15 @@ def reshape(graph, out, x, *args, **kwargs):
 
 @register(operator.getitem, same_dtype=True)
 def getitem(graph, out, x, index):
-    """Basic indexing (ints, slices, None, ...): a view; tensors as indices go to torch."""
+    """Basic indexing (ints, slices, None, ...): a view; integer tensors among the indices
+    read at their positions (gather.py); an item of a lowering's tuple (`var_mean`)."""
+    if isinstance(x, tuple) and isinstance(index, int):
+        return x[index]
     if not is_tensor(x):
         raise Fallback("getitem on a non-tensor")
     index = index if isinstance(index, tuple) else (index,)
+    if any(is_tensor(i) for i in index):
+        return index_with_tensors(graph, x, index, lambda basic: getitem(graph, out, x, basic))
     if not all(i is None or i is Ellipsis or isinstance(i, (int, slice)) for i in index):
         raise Fallback("advanced indexing")
     if Ellipsis in index:
@@ -173,3 +180,126 @@ def select(graph, out, x, dim, index):
 def narrow(graph, out, x, dim, start, length):
     rank = len(x.ranges)
     return getitem(graph, out, x, (slice(None),) * (dim % rank) + (slice(start, start + length),))
+
+
+# ----------------------------------------------------------------------------- copies by index maps
+# Each element of the result is one element of an input: new memory in eager, so these
+# are `Pointwise` values (never views: a flipped view would need a negative stride).
+
+
+@register("flip", same_dtype=True)
+def flip(graph, out, x, *dims):
+    dims = dims[0] if len(dims) == 1 and isinstance(dims[0], (list, tuple)) else dims
+    rank, load = len(x.ranges), x.loader()
+    flipped = {_dim(d, rank) for d in dims}
+    ends = [size - 1 for size in x.ranges]
+
+    def fn(idx):
+        return [i * -1 + ends[d] if d in flipped else i for d, i in enumerate(idx)]
+
+    return Pointwise(x.dtype, tuple(x.ranges), lambda idx: load(fn(idx)), x.cost)
+
+
+@register("repeat", same_dtype=True)
+def repeat(graph, out, x, *sizes):
+    """`x` seen as `(1, s0, 1, s1, ...)`, expanded to `(r0, s0, r1, s1, ...)` and laid out in
+    memory, is `(r0 * s0, r1 * s1, ...)`: the repeated tensor, as a reshape of that buffer."""
+    sizes = tuple(sizes[0] if len(sizes) == 1 and isinstance(sizes[0], (list, tuple)) else sizes)
+    if len(sizes) < len(x.ranges):
+        raise Fallback("repeat with fewer sizes than dims: torch raises")
+    pad = len(sizes) - len(x.ranges)
+    source = (1,) * pad + tuple(x.ranges)
+    pairs = tuple(v for r, s in zip(sizes, source, strict=True) for v in (r, s))
+    expanded = reindex(x, pairs, lambda idx: [idx[2 * d + 1] for d in range(pad, len(source))])
+    if isinstance(expanded, BufferView):  # a view of x with zero strides: copy it
+        expanded = Pointwise(x.dtype, pairs, expanded.loader(), x.cost)
+    ranges = tuple(r * s for r, s in zip(sizes, source, strict=True))
+    return reshape_to(graph, graph.realize(expanded), ranges)
+
+
+# More inputs than this: a chain of selections per element costs more than the copies
+# (inductor's `max_pointwise_cat_inputs`).
+MAX_CAT_INPUTS = 8
+
+
+@register("cat", "concat", "concatenate", same_dtype=True)
+def cat(graph, out, tensors, dim=0):
+    """Each element comes from the input whose slice of `dim` holds it: a chain of
+    `where`s, each load masked (`ops.masked`) so that it never reads outside its input.
+    (`same_dtype`: one-element stand-ins cannot answer for the 1-D empty tensors that torch
+    skips, so inputs of several dtypes, which torch promotes, are torch's.)"""
+    if not all(is_tensor(t) for t in tensors):
+        raise Fallback("cat of something that is not a tensor")
+    if len({t.dtype for t in tensors}) > 1:
+        raise Fallback("cat of tensors of several dtypes")
+    rank = max(len(t.ranges) for t in tensors)
+    d = _dim(dim, rank)
+    # torch skips the 1-D empty tensors (legacy), and the others without elements add none
+    parts = [t for t in tensors if len(t.ranges) == rank and t.ranges[d] != 0] or [tensors[0]]
+    if len(parts) > MAX_CAT_INPUTS:
+        raise Fallback(f"cat of {len(parts)} tensors: copies cost less than the selections")
+    starts = [sum(p.ranges[d] for p in parts[:k]) for k in range(len(parts) + 1)]
+    ranges = list(parts[0].ranges)
+    ranges[d] = starts[-1]
+    loaders = [loader_for(p, p.ranges, out.dtype) for p in parts]
+
+    def inner_fn(idx):
+        position = ops.index_expr(idx[d], torch.int64)
+        result = None
+        for k in reversed(range(len(parts))):
+            shifted = [*idx[:d], idx[d] + -starts[k], *idx[d + 1 :]]
+            inside = _between(position, starts[k] if k else None, starts[k + 1] if result else None)
+            if inside is None:
+                return loaders[k](shifted)  # a single part
+            value = ops.masked(inside, lambda k=k, shifted=shifted: loaders[k](shifted), 0)
+            result = value if result is None else ops.where(inside, value, result)
+        return result
+
+    return Pointwise(out.dtype, tuple(ranges), inner_fn, 1 + sum(p.cost for p in parts))
+
+
+def _between(position, start, end):
+    """`start <= position < end` as an op (either bound may be None: no bound)."""
+    checks = [ops.ge(position, ops.constant(start, torch.int64))] if start is not None else []
+    if end is not None:
+        checks.append(ops.lt(position, ops.constant(end, torch.int64)))
+    if not checks:
+        return None
+    return checks[0] if len(checks) == 1 else ops.logical_and(*checks)
+
+
+@register("stack", same_dtype=True)
+def stack(graph, out, tensors, dim=0):
+    if not all(is_tensor(t) for t in tensors):
+        raise Fallback("stack of something that is not a tensor")
+    d = _dim(dim, len(tensors[0].ranges) + 1)
+    return cat(graph, out, [reshape_to(graph, t, _unsqueezed(t.ranges, d)) for t in tensors], d)
+
+
+# ----------------------------------------------------------------------------- sizes
+
+
+ATTRIBUTES = {
+    "shape": None,
+    "ndim": lambda graph, x: len(x.ranges),
+    "dtype": lambda graph, x: x.dtype,
+    "device": lambda graph, x: graph.device,
+}
+
+
+@register("size", getattr, same_dtype=True)
+def size(graph, out, x, what=None):
+    """`x.size()`, `x.size(1)`, `x.shape`, `x.ndim`, `x.dtype`, `x.device` in a graph made by
+    `symbolic_trace` (Dynamo makes them constants): the code is specialised to them."""
+    known = {
+        "ndim": lambda: len(x.ranges),
+        "dtype": lambda: x.dtype,
+        "device": lambda: graph.device,
+    }
+    if not is_tensor(x) or (isinstance(what, str) and what not in (*known, "shape")):
+        raise Fallback(f"getattr {what!r}")
+    if what in known:
+        return known[what]()
+    if isinstance(what, int):
+        return x.ranges[_dim(what, len(x.ranges))]
+    return torch.Size(x.ranges)

@@ -53,10 +53,18 @@ class TritonUnsupported(EagerOnly):
 TL_DTYPES = {
     torch.float32: "tl.float32",
     torch.float64: "tl.float64",
+    torch.float16: "tl.float16",
+    torch.bfloat16: "tl.bfloat16",
     torch.int64: "tl.int64",
     torch.int32: "tl.int32",
+    torch.int16: "tl.int16",
+    torch.int8: "tl.int8",
+    torch.uint8: "tl.uint8",
     torch.bool: "tl.int1",
 }
+# Integers narrower than Triton's literals (int32): arithmetic on them is cast back, so
+# that it wraps around as torch's does (`uint8(250) + 10` is 4, and stays 4 when compared).
+NARROW_INTS = (torch.int16, torch.int8, torch.uint8)
 FLOAT32_NORMAL = (2.0**-126, float(torch.finfo(torch.float32).max))
 NEGATIVE_ZERO_BITS = {torch.float32: (-(2**31), "tl.int32"), torch.float64: (-(2**63), "tl.int64")}
 
@@ -95,9 +103,18 @@ class TritonOverrides:
         """A literal where Triton types it as `dtype` exactly; `tl.full` where it would not."""
         if dtype == torch.bool:
             return "True" if value else "False"
+        if dtype in (torch.float16, torch.bfloat16):  # as c10::Half(double): through float
+            text = cls.constant(value, torch.float32, shape)
+            if not text.startswith("tl.full("):
+                text = f"tl.full({shape}, {text}, tl.float32)"
+            return cls.to_dtype(text, dtype)
+        if dtype in NARROW_INTS:
+            return f"tl.full({shape}, {value!r}, {cls.tl_dtype(dtype)})"  # a literal is wider
         if not dtype.is_floating_point:
             return str(int(value)) if int(value) >= 0 else f"({int(value)})"
         value = float(value)
+        if dtype == torch.float32:
+            value = torch.tensor(value, dtype=torch.float32).item()  # what torch would use
         if math.isnan(value):
             return 'float("nan")'
         if math.isinf(value):
@@ -107,8 +124,6 @@ class TritonOverrides:
             # and `-x` is `0 - x`: only -0.0's bits give -0.0, whose 1 / x is -inf.
             bits, int_dtype = NEGATIVE_ZERO_BITS[dtype]
             return f"tl.full({shape}, {bits}, {int_dtype}).to({cls.tl_dtype(dtype)}, bitcast=True)"
-        if dtype == torch.float32:
-            value = torch.tensor(value, dtype=torch.float32).item()  # what torch would use
         # Triton types a Python float as float32 when it is a normal float32 value: a
         # float64 constant that float32 cannot hold exactly must name its type.
         fits = torch.tensor(value, dtype=torch.float32).item() == value
@@ -120,7 +135,19 @@ class TritonOverrides:
 
     @classmethod
     def to_dtype(cls, x, dtype: torch.dtype) -> str:
-        return f"{x}.to({cls.tl_dtype(dtype)})"
+        """A cast. bfloat16 goes through float32 both ways, by the prelude's `to_bfloat16` and
+        `from_bfloat16`: the interpreter's own casts truncate, lose denormals, and know no
+        other float type."""
+        text, source = str(x), getattr(x, "dtype", None)
+        if source == torch.bfloat16:
+            text, source = f"from_bfloat16({text})", torch.float32
+            if dtype == torch.float32:
+                return text
+        if dtype == torch.bfloat16:
+            return f"to_bfloat16({text if source == torch.float32 else text + '.to(tl.float32)'})"
+        if dtype == torch.uint8 and source is not None and source.is_floating_point:
+            return f"{text}.to(tl.int64).to(tl.uint8)"  # -1.0 is 255, as c10 converts it
+        return f"{text}.to({cls.tl_dtype(dtype)})"
 
     # float32 division rounded correctly, as IEEE's and torch's CUDA `/` are: Triton's `/` is
     # the GPU's approximate one (`div.full.f32`, 2 ulp off). float64's `/` rounds correctly.
@@ -133,6 +160,8 @@ class TritonOverrides:
     def format(cls, op: str, *args) -> str:
         if op in cls.FLOAT32_DIVISION and all(a.dtype == torch.float32 for a in args):
             return cls.FLOAT32_DIVISION[op].format(*args)
+        if op == "neg" and not args[0].dtype.is_floating_point:
+            return f"-{args[0]}"  # `x * -1` is refused for unsigned x (no -0 in ints)
         return cls.FORMATS[op].format(*args)
 
 
@@ -221,6 +250,8 @@ class TritonKernel:
         self.shape = KernelShape(math.prod(kernel.outer), rnumel, persistent and not looped)
         self.loops = kernel.loops()
         self.later_reads: set[str] = set()  # what the loops after the current one load
+        self.load_masks: list = []  # the masks of the `ops.masked` bodies being written
+        self.indirect_sizes: dict[str, int] = {}  # index variable -> the size it indexes
 
     def block_shape(self, dims) -> str:
         """The shape of a value that varies along `dims`: `[XBLOCK]`, `[XBLOCK, 1]`, ..."""
@@ -252,23 +283,28 @@ class TritonKernel:
             raise TritonUnsupported(f"load of unknown buffer {name}")
         self.args.setdefault(name, "in")
         text, dims = self.address(index)
-        mask = self.mask(dims)
-        hint = ""
+        pointer = f"{name} + ({text})"
+        masks = frozenset().union(*[m.dims for m in self.load_masks])
+        if not masks <= dims:  # a mask wider than the addresses: widen them
+            dims = dims | masks
+            pointer = f"tl.broadcast_to({pointer}, {self.block_shape(dims)})"
+        mask = " & ".join(filter(None, [self.mask(dims), *self.load_masks])) or None
+        hint = ", other=0" if self.load_masks else ""
         if "r" in dims and "x" not in dims and self.shape.xnumel > 1:
             # Every program reads these (a layer_norm's weight): keep them in L2.
-            hint = ", eviction_policy='evict_last'"
+            hint += ", eviction_policy='evict_last'"
         elif self.rsizes and self.shape.rnumel is not None and not self.shape.persistent:
             # Keep in L2 what a later loop reads again; let the rest go first (as inductor).
             keep = name in self.later_reads
-            hint = f", eviction_policy='{'evict_last' if keep else 'evict_first'}'"
-        expr = f"tl.load({name} + ({text}){', ' + mask if mask else ''}{hint})"
+            hint += f", eviction_policy='{'evict_last' if keep else 'evict_first'}'"
+        expr = f"tl.load({pointer}{', ' + mask if mask else ''}{hint})"
         if not dims:  # one element for every lane: a block, as inductor does
             expr, dims = f"tl.broadcast_to({expr}, {self.block_shape({'x'})})", {"x"}
         return self.emit(expr, self.dtypes[name], dims)
 
     def constant(self, value, dtype) -> Value:
         text = self.overrides.constant(value, dtype, self.block_shape({"x"}))
-        if text.startswith("tl.full("):
+        if text.startswith(("tl.full(", "to_bfloat16(")):
             return self.emit(text, dtype, {"x"})
         return Value(text, dtype, literal=value)
 
@@ -287,10 +323,33 @@ class TritonKernel:
             return self.constant(index.offset, dtype)
         return self.emit(f"({text}).to({self.overrides.tl_dtype(dtype)})", dtype, dims)
 
+    def indirect_indexing(self, value: Value, size: int) -> Value:
+        """A loaded index as an index variable; a negative one counts from the end."""
+        value = self.as_tensor(value)
+        wrapped = f"tl.where({value} < 0, {value} + {size}, {value})"
+        name = self.emit(wrapped, value.dtype, value.dims)
+        self.indirect_sizes[name] = size
+        return name
+
+    def masked(self, mask: Value, body, other) -> Value:
+        """`body()` where `mask` holds, else `other`: its loads are masked by `mask` too."""
+        mask = self.as_tensor(mask)
+        self.load_masks.append(mask)
+        self.scopes.append({})  # what the body loads under its mask is its own
+        try:
+            result = body()
+        finally:
+            self.scopes.pop()
+            self.load_masks.pop()
+        other = self.constant(other, result.dtype)
+        dims = mask.dims | result.dims
+        return self.emit(f"tl.where({mask}, {result}, {other})", result.dtype, dims)
+
     def address(self, index: Index) -> tuple[str, frozenset]:
         """`index_text` of `index`, remembering the largest address (for int32 or int64)."""
         sizes = dict(zip([f"x{d}" for d in range(self.n)], self.kernel.outer, strict=True))
         sizes.update({f"r{d}": size for d, size in enumerate(self.rsizes)})
+        sizes.update(self.indirect_sizes)
         reach = sum(abs(coef) * (sizes.get(name, 1) - 1) for name, coef in index.terms)
         self.max_address = max(self.max_address, reach + abs(index.offset))
         return index_text(index, self.kernel.outer, self.rsizes)
@@ -305,7 +364,10 @@ class TritonKernel:
             if "libdevice." in self.overrides.FORMATS[op] or op in self.overrides.FLOAT32_DIVISION:
                 args = [self.as_tensor(a) for a in args]  # they take no Python numbers
             dims = frozenset().union(*[a.dims for a in args])
-            return self.emit(self.overrides.format(op, *args), result_dtype(op, args), dims)
+            dtype, expr = result_dtype(op, args), self.overrides.format(op, *args)
+            if dtype in NARROW_INTS:
+                expr = f"({expr}).to({self.overrides.tl_dtype(dtype)})"
+            return self.emit(expr, dtype, dims)
 
         return write
 

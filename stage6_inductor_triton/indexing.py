@@ -40,6 +40,10 @@ def index_text(index: Index, xsizes, rsizes) -> tuple[str, frozenset]:
             parts.append(term if coef[last] == 1 else f"{coef[last]}*{term}")
             dims.add(prefix)
             i -= 1
+    for name, coef in index.terms:  # index variables made of loaded values (`gather`)
+        if not name.startswith(("x", "r")):
+            parts.append(name if coef == 1 else f"{coef}*{name}")
+            dims |= name.dims
     if index.offset or not parts:
         parts.append(str(index.offset))
     return " + ".join(parts).replace("+ -", "- "), frozenset(dims)

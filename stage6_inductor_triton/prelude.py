@@ -1,10 +1,11 @@
 """The helpers every generated module starts with (inductor's triton_helpers.py).
 
-Where Triton's own semantics differ from torch's, a small `@triton.jit` helper says
-what torch does: NaN wins in `maximum` and in `argmax`, `remainder` takes the sign of
-the divisor. They are part of each generated module, not imported from here, so that
-the module decorates them itself and they run the way the module runs (compiled, or
-under the interpreter: runtime.py explains why that matters).
+Where Triton's own semantics differ from torch's, a small `@triton.jit` helper says what
+torch does: NaN wins in `maximum` and in `argmax`, `remainder` takes the sign of the
+divisor, a float32 rounds to bfloat16 to the nearest even value. They are part of each
+generated module, not imported from here, so that the module decorates them itself and
+they run the way the module runs (compiled, or under the interpreter: runtime.py
+explains why that matters).
 """
 
 PRELUDE = """import triton
@@ -46,6 +47,22 @@ def argmin_combine(a, a_index, b, b_index):
     tie = (a == b) | ((a != a) & (b != b))
     pick_a = (a < b) | ((a != a) & (b == b)) | (tie & (a_index < b_index))
     return tl.where(pick_a, a, b), tl.where(pick_a, a_index, b_index)
+
+
+@triton.jit
+def to_bfloat16(x):
+    # float32 -> bfloat16 rounded to nearest even, NaN to 0x7FC0, as torch's c10::BFloat16.
+    # (The GPU's own conversion rounds so too; the interpreter's truncates.)
+    bits = x.to(tl.uint32, bitcast=True)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    rounded = tl.where(x != x, 0x7FC0, rounded)
+    return rounded.to(tl.uint16).to(tl.bfloat16, bitcast=True)
+
+
+@triton.jit
+def from_bfloat16(x):
+    # bfloat16 -> float32: the upper half of its bits (the interpreter loses denormals).
+    return (x.to(tl.uint16, bitcast=True).to(tl.uint32) << 16).to(tl.float32, bitcast=True)
 
 
 @triton.jit

@@ -177,6 +177,37 @@ def square_overflows(rows):
     return (rows.abs() > limit).any(-1, keepdim=True) & torch.isfinite(rows).all(-1, keepdim=True)
 
 
+def welford_mean(rows):
+    """The mean that `var_mean` returns is Welford's running mean, which an infinity makes NaN
+    unless it comes last: `torch.var_mean(torch.tensor([inf, 1.0]))[1]` is nan, with the
+    values swapped inf. We sum, then divide: inf both ways, and inf where the sum overflows
+    (Welford's mean does not). Sums as `order_dependent_sum`."""
+    half = torch.where(torch.isfinite(rows), rows, 0).double() / 2
+    overflows = half.sum(-1).abs() > torch.finfo(rows.dtype).max / 2
+    return torch.isinf(rows).any(-1) | overflows | order_dependent_sum(rows)
+
+
+def over_prefixes(differs):
+    """`differs` of every prefix of the rows: what the elements of cumsum (cumprod) fold."""
+    return lambda rows: torch.stack([differs(rows[:, : j + 1]) for j in range(rows.shape[1])], 1)
+
+
+def window_sums_differ(x):
+    """`order_dependent_sum` of the 3x3 windows (padded with zeros) that `avg_pool` sums."""
+    windows = F.unfold(x[None, None], 3, padding=1)[0].t()  # one row per output element
+    return order_dependent_sum(windows).reshape(x.shape)
+
+
+def windows_with_zeros_of_both_signs(x):
+    """3x3 windows (max_pool's) whose largest value is 0.0 and -0.0 both: either is right."""
+
+    def pooled(mask):
+        return F.max_pool2d(mask.to(x.dtype)[None, None], 3, 1, 1)[0, 0] > 0
+
+    zero = F.max_pool2d(x[None, None], 3, 1, 1)[0, 0] == 0
+    return zero & pooled((x == 0) & x.signbit()) & pooled((x == 0) & ~x.signbit())
+
+
 def _columns(differs):
     return lambda x: differs(x.t())
 
@@ -236,6 +267,26 @@ UNARY.update(
     to_int=Op(lambda x: x.int(), exact=True),
     dropout=Op(lambda x: F.dropout(x, 0.5, training=False), exact=True),
     clone=Op(lambda x: x.clone(), exact=True),
+    hardswish=Op(F.hardswish),
+    nan_to_num=Op(torch.nan_to_num, exact=True),
+    nan_to_num_given=Op(lambda x: x.nan_to_num(-0.0, 1e39, -2.0), exact=True),
+    half=Op(lambda x: x.half().float(), exact=True),
+    bfloat16=Op(lambda x: x.bfloat16().double(), exact=True),
+    flip=Op(lambda x: x.flip(0), exact=True),
+    repeat=Op(lambda x: x.repeat(2), exact=True),
+    cat=Op(lambda x: torch.cat([x, x.flip(0), x[:3]]), exact=True),
+    stack=Op(lambda x: torch.stack([x, -x], 1), exact=True),
+    index_select=Op(lambda x: x.index_select(0, torch.arange(x.shape[0]).flip(0)), exact=True),
+    gather=Op(lambda x: x.gather(0, torch.arange(x.shape[0]).flip(0)), exact=True),
+    index=Op(lambda x: x[torch.arange(x.shape[0] - 1, -1, -2)], exact=True),
+    embedding=Op(
+        lambda x: F.embedding(torch.arange(x.shape[0]).flip(0), x[:, None])[:, 0], exact=True
+    ),
+    factories=Op(
+        lambda x: torch.zeros_like(x) + torch.ones(x.shape) * torch.full((1,), 2.0) + x,
+        exact=True,
+    ),
+    arange=Op(lambda x: x * torch.arange(x.shape[0], dtype=x.dtype), exact=True),
 )
 
 BINARY = {
@@ -265,6 +316,7 @@ BINARY.update(
 )
 
 _sum = order_dependent_sum
+STATS = torch.arange(COLUMNS, dtype=torch.float64) / 3  # a channel's statistics: ordinary values
 _amax = rows_with_zeros_of_both_signs(lambda rows: rows.amax(-1))
 _amin = rows_with_zeros_of_both_signs(lambda rows: rows.amin(-1))
 REDUCTIONS = {
@@ -292,6 +344,35 @@ REDUCTIONS = {
         lambda x: F.layer_norm(x, (COLUMNS,)), eager_differs=square_overflows, signed_zeros=False
     ),
     "transpose": Op(lambda x: x.t().contiguous(), exact=True),
+    "cumsum": Op(lambda x: x.cumsum(-1), eager_differs=over_prefixes(_sum)),
+    "cumprod": Op(
+        lambda x: x.cumprod(-1), eager_differs=over_prefixes(partial_products_leave_range)
+    ),
+    "var_mean": Op(lambda x: torch.var_mean(x, -1)[0], eager_differs=path_dependent_variance(1)),
+    "std_mean": Op(lambda x: torch.std_mean(x, 0)[1], eager_differs=_columns(welford_mean)),
+    "rms_norm": Op(lambda x: F.rms_norm(x, (COLUMNS,)), eager_differs=square_overflows),
+    "group_norm": Op(
+        lambda x: F.group_norm(x, 1), eager_differs=square_overflows, signed_zeros=False
+    ),
+    # Running statistics of ordinary values: where they are huge or infinite, eager's terms
+    # depend on its path (in double for some layouts, in float for others).
+    "batch_norm": Op(
+        lambda x: F.batch_norm(
+            x, *[s.to(x.dtype) for s in (STATS - 2, STATS + 0.5, STATS, -STATS)]
+        ),
+        signed_zeros=False,
+    ),
+    "max_pool": Op(
+        lambda x: F.max_pool2d(x[None, None], 3, 1, 1)[0, 0],
+        exact=True,
+        eager_differs=windows_with_zeros_of_both_signs,
+    ),
+    "avg_pool": Op(
+        lambda x: F.avg_pool2d(x[None, None], 3, 1, 1)[0, 0], eager_differs=window_sums_differ
+    ),
+    "adaptive_avg_pool": Op(
+        lambda x: F.adaptive_avg_pool2d(x[None], (1, 1))[0, 0], eager_differs=_whole(_sum)
+    ),
 }
 
 GROUPS = {
@@ -304,7 +385,7 @@ GROUPS = {
 MOVE_VALUES = {
     "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "broadcast_to", "expand",
     "expand_as", "flatten", "narrow", "permute", "reshape", "reshape_as", "select", "squeeze",
-    "swapaxes", "transpose", "unflatten", "unsqueeze", "view", "view_as",
+    "swapaxes", "transpose", "unflatten", "unsqueeze", "view", "view_as", "size",
 }  # fmt: skip
 
 
@@ -340,7 +421,7 @@ def compiled_group(backend, group: str, dtype, device):
     inputs = [torch.zeros(shape, dtype=dtype, device=device) for shape in GROUPS[group][1]]
     compiled = backend(group_graph(group), inputs)
     compiled(*inputs)
-    assert_lowered(compiled)
+    assert_lowered(compiled, externs=("check_indices",))
     return compiled
 
 

@@ -3,6 +3,7 @@
 `check_lowered` also fails if the op became a call into torch rather than a kernel.
 """
 
+import functools
 import operator
 
 import pytest
@@ -10,7 +11,14 @@ import torch
 import torch.nn.functional as F
 
 from tests.oracle import assert_same_as_eager
-from tests.stage5.helpers import check_both, check_lowered, check_traced, compile_traced
+from tests.stage5.helpers import (
+    assert_lowered,
+    check_both,
+    check_lowered,
+    check_torch_compile,
+    check_traced,
+    compile_traced,
+)
 
 x = torch.randn(6, 8)
 v = torch.randn(8)
@@ -64,7 +72,7 @@ VIEWS = {
     "permute": lambda a: a.unsqueeze(0).permute(2, 0, 1).sin(), "view": lambda a: a.view(4, 12) + 1,
     "reshape_computed": lambda a: (a + 1).reshape(-1, 4).sum(1),
     "flatten": lambda a: a.flatten() * 2,
-    "reshape_transposed": lambda a: a.t().reshape(-1).cumsum(0),  # cumsum: an extern
+    "reshape_transposed": lambda a: a.t().reshape(-1).cumsum(0),
     "reshape_expanded": lambda a: a[:1].expand(6, 8).reshape(48) * 2,
     "contiguous_expanded": lambda a: a[0].expand(3, 8).contiguous().view(24),
     "unflatten": lambda a: a.unflatten(1, (2, 4)) + 1, "squeeze": lambda a: a[:1].squeeze(0) - 1,
@@ -77,17 +85,178 @@ VIEWS = {
 }  # fmt: skip
 
 # The externs a case of the tables above has besides the op it tests.
-OTHER_EXTERNS = {"reshape_transposed": ("cumsum",)}
+OTHER_EXTERNS: dict = {}
 
 EXTERNS = {
     "matmul": lambda a: a @ a.t(), "linear_relu": lambda a: F.relu(F.linear(a, a) + 1),
-    "cat": lambda a: torch.cat([a, a * 2]).sin(), "max_dim": lambda a: a.max(1),
-    "max_dim_values": lambda a: a.max(1)[0] + 1, "cumsum": lambda a: a.cumsum(0) * 2,
-    "advanced_index": lambda a: a[torch.tensor([0, 2])] + 1,
-    "sort": lambda a: a.sort(1).values.exp(),
-    "size_arithmetic": lambda a: a.view(a.size(0) * 2, -1) + a.shape[1],
-    "ones": lambda a: a + torch.ones(8), "half": lambda a: a.half().float() + 1,
+    "max_dim": lambda a: a.max(1), "max_dim_values": lambda a: a.max(1)[0] + 1,
+    "sort": lambda a: a.sort(1).values.exp(), "many_cat": lambda a: torch.cat([a] * 9),
+    "cat_promotes": lambda a: torch.cat([a, (a * 4).long()], -1) + 1,
+    "long_cumsum": lambda a: a.reshape(-1).repeat(30).cumsum(0),
+    "adaptive_pool_uneven": lambda a: F.adaptive_avg_pool2d(a[None], (4, 3)),
+    "list_index": lambda a: a[[0, 2]],
+    "batch_norm_training": lambda a: F.batch_norm(a, None, None, training=True),
 }  # fmt: skip
+
+# Ops that make or move values (cases of stage 6 too).
+img = torch.randn(2, 3, 7, 9)
+MOVES = {
+    "cat": lambda a: torch.cat([a, a * 2]).sin(),
+    "cat_dim1": lambda a: torch.cat([a.exp(), a], 1),
+    "cat_legacy_empty": lambda a: torch.cat([a.new_zeros(0), a, a], -2),
+    "cat_three": lambda a: torch.cat([a[:2], a, a[4:] * 2]),
+    "stack": lambda a: torch.stack([a, a + 1]),
+    "stack_last": lambda a: torch.stack([a, -a], -1),
+    "flip": lambda a: a.flip(0) * 2,
+    "flip_both": lambda a: torch.flip(a, (0, -1)).t(),
+    "repeat": lambda a: a.repeat(2, 3),
+    "repeat_more_dims": lambda a: a[0].repeat(3, 1, 2) + 1,
+    "arange": lambda a: a + torch.arange(a.shape[1], device=a.device),
+    "arange_float": lambda a: a[:, :5] * torch.arange(0.5, a.shape[1], 1.5, device=a.device),
+    "arange_step": lambda a: torch.arange(1, a.shape[0] * 5, 3, device=a.device) * 2,
+    "zeros": lambda a: a + torch.zeros(a.shape[1], device=a.device),
+    "ones": lambda a: torch.ones(a.shape, dtype=torch.int64, device=a.device) + a,
+    "full": lambda a: torch.full((a.shape[0], 1), 2.5, device=a.device) * a,
+    "zeros_like": lambda a: torch.zeros_like(a) - a,
+    "ones_like": lambda a: torch.ones_like(a) + a,
+    "full_like": lambda a: torch.full_like(a, 7, dtype=torch.int32) * 2,
+    "new_zeros": lambda a: a.new_zeros(a.shape[1]) + a,
+    "new_full": lambda a: a.new_full((3,), 2.0),
+    "size_arithmetic": lambda a: a.view(a.size(0) * 2, -1) + a.shape[1],
+    "ones_of_size": lambda a: a + torch.ones(8, device=a.device),
+}
+
+POINTWISE_MORE = {
+    "hardswish": F.hardswish,
+    "nan_to_num": lambda a: (a / (a > 0)).nan_to_num(),
+    "nan_to_num_given": lambda a: torch.nan_to_num(a.log(), 1.0, 2.0, -3.0),
+    "nan_to_num_int": lambda a: (a * 3).long().nan_to_num(),
+    "cumsum": lambda a: a.cumsum(0) * 2,
+    "cumsum_last": lambda a: torch.cumsum(a, -1),
+    "cumsum_int": lambda a: (a > 0).cumsum(1),
+    "cumprod": lambda a: a.cumprod(1),
+    "masked_fill_tensor": lambda a: a.masked_fill(a > 0, a[0, 0]),
+}
+
+NORMS = {
+    "var_mean": lambda a: torch.var_mean(a, 1),
+    "std_mean": lambda a: torch.std_mean(a, 0, True),
+    "var_mean_all": lambda a: torch.var_mean(a, correction=0),
+    "batch_norm": lambda a: F.batch_norm(a, a[0, :, 0, 0], a[1, :, 1, 1].abs(), a[0, :, 1, 2]),
+    "batch_norm_affine": lambda a: F.batch_norm(
+        a, a[0, :, 0, 0], a[1, :, 1, 1].abs() + 0.5, a[0, :, 1, 2], a[1, :, 2, 3], eps=1e-3
+    ),
+    "batch_norm_2d": lambda a: F.batch_norm(a[0, 0], a[1, 0, 0], a[1, 1, 0].abs()),
+    "group_norm": lambda a: F.group_norm(a, 3, a[0, :, 0, 0], a[1, :, 0, 0]),
+    "group_norm_one": lambda a: F.group_norm(a, 1),
+    "group_norm_3d": lambda a: F.group_norm(a[0], 1),
+    "rms_norm": lambda a: F.rms_norm(a, (9,), a[0, 0, 0]),
+    "rms_norm_2d": lambda a: F.rms_norm(a, (7, 9)),
+    "rms_by_hand": lambda a: a * torch.rsqrt(a.pow(2).mean(-1, keepdim=True) + 1e-6) * a[0, 0, 0],
+    "layer_norm_4d": lambda a: F.layer_norm(a, (9,), a[0, 0, 0]),
+}
+
+POOLS = {
+    "max_pool": lambda a: F.max_pool2d(a, 2),
+    "max_pool_pad": lambda a: F.max_pool2d(a, 3, 2, 1),
+    "max_pool_ceil": lambda a: F.max_pool2d(a, (2, 3), ceil_mode=True),
+    "max_pool_dilation": lambda a: F.max_pool2d(a, 2, 1, 1, dilation=2),
+    "max_pool_3d_input": lambda a: F.max_pool2d(a[0], 3, 1, 1).relu(),
+    "avg_pool": lambda a: F.avg_pool2d(a, 2),
+    "avg_pool_pad": lambda a: F.avg_pool2d(a, 3, 2, 1),
+    "avg_pool_no_pad_count": lambda a: F.avg_pool2d(a, 3, 2, 1, True, False),
+    "avg_pool_divisor": lambda a: F.avg_pool2d(a, (3, 2), divisor_override=5),
+    "avg_pool_ceil": lambda a: F.avg_pool2d(a, 2, ceil_mode=True),
+    "adaptive_pool": lambda a: F.adaptive_avg_pool2d(a, (1, 1)),
+    "adaptive_pool_even": lambda a: F.adaptive_avg_pool2d(a, (7, 3)),
+    "adaptive_pool_none": lambda a: F.adaptive_avg_pool2d(a, (None, 1)).flatten(1),
+    "channels_last": lambda a: F.max_pool2d(a.contiguous(memory_format=torch.channels_last), 2),
+}
+
+# Reads at positions held in tensors; `check_indices` is the call into torch that checks them.
+rows = torch.tensor([5, -1, 0, 2])
+INDEXING = {
+    "embedding": (lambda i, w: F.embedding(i, w) * 2, [torch.tensor([[0, 5], [1, 1]]), x]),
+    "embedding_int32": (
+        lambda i, w: F.embedding(i, w),
+        [torch.tensor([3, 0], dtype=torch.int32), x],
+    ),
+    "index_select": (lambda a, i: a.index_select(1, i) + 1, [x, torch.tensor([7, 0, 3])]),
+    "index_select_0": (lambda a, i: torch.index_select(a.exp(), 0, i), [x, torch.tensor([5, 5])]),
+    "gather": (lambda a, i: a.gather(1, i), [x, torch.randint(0, 8, (6, 3))]),
+    "gather_0": (lambda a, i: torch.gather(a, 0, i) * a[:2, :3], [x, torch.randint(0, 6, (2, 3))]),
+    "gather_argmax": (lambda a: a.gather(1, a.argmax(1, keepdim=True)), [x]),
+    "index": (lambda a, i: a[i] + 1, [x, rows]),
+    "index_second": (lambda a, i: a[:, i.view(2, 2)], [x, rows]),
+    "index_two": (lambda a, i, j: a[i, j], [x, rows, torch.tensor([[0], [7]])]),
+    "index_apart": (lambda a, i: a[i[:2], :, i[2:]], [torch.randn(6, 4, 3), rows]),
+    "index_none": (lambda a, i: a[None, 1:, i] * 2, [x, rows]),
+    "index_int": (lambda a, i: a[0, :, i], [torch.randn(2, 3, 6), rows]),
+    "index_ellipsis": (lambda a, i: a[..., i], [torch.randn(2, 3, 6), rows]),
+}
+INDEX_ERRORS = {
+    "embedding": (lambda i, w: F.embedding(i, w), [torch.tensor([1, 6]), x]),
+    "embedding_negative": (lambda i, w: F.embedding(i, w), [torch.tensor([-1]), x]),
+    "index_select_0": (lambda a, i: a.index_select(0, i), [x, torch.tensor([6])]),
+    "index_select_1": (lambda a, i: a.index_select(1, i), [x, torch.tensor([-1])]),
+    "gather": (lambda a, i: a.gather(1, i), [x, torch.tensor([[8]])]),
+    "index": (lambda a, i: a[i], [x, torch.tensor([-7])]),
+    "index_second": (lambda a, i: a[:, i], [x, torch.tensor([8])]),
+}
+
+# float16 and bfloat16 are computed in float32 and rounded as they are stored; int8 and
+# uint8 wrap around, and promote as torch does. (Inputs are rounded as eager's are.)
+h, b = torch.randn(6, 8).half(), torch.randn(6, 8).bfloat16()
+i8 = torch.randint(-128, 128, (6, 8), dtype=torch.int8)
+u8 = torch.randint(0, 256, (6, 8), dtype=torch.uint8)
+DTYPES = {
+    "half_chain": (lambda a: a.sin() * 2 + 1, [h]),
+    "bfloat16_chain": (lambda a: a.exp() - a, [b]),
+    "half_mean": (lambda a: (a * 1000).mean(), [h]),
+    "bfloat16_sum": (lambda a: a.sum(1), [b]),
+    "half_softmax": (lambda a: a.softmax(-1), [h]),
+    "bfloat16_log_softmax": (lambda a: a.log_softmax(0), [b]),
+    "half_layer_norm": (lambda a: F.layer_norm(a, (8,)), [h]),
+    "bfloat16_var": (lambda a: a.var(1), [b]),
+    "half_to_float": (lambda a: a.float() + 1, [h]),
+    "to_half": (lambda a: (a * 3).half(), [x]),
+    "bfloat16_to_half": (lambda a: a.half(), [b]),
+    "half_and_float": (lambda a, c: a + c, [h, x]),
+    "half_gelu": (F.gelu, [h]),
+    "bfloat16_silu": (F.silu, [b]),
+    "half_amax": (lambda a: a.amax(0), [h]),
+    "bfloat16_argmax": (lambda a: a.argmax(1), [b]),
+    "half_where": (lambda a: torch.where(a > 0, a, 0.1), [h]),
+    "bfloat16_masked_fill": (lambda a: a.masked_fill(a < 0, -3.0), [b]),
+    "half_pool": (lambda a: F.max_pool2d(a, 2), [img.half()]),
+    "bfloat16_batch_norm": (
+        lambda a: F.batch_norm(a, a[0, :, 0, 0], a[1, :, 0, 0].abs()),
+        [img.bfloat16()],
+    ),
+    "half_cat": (lambda a, c: torch.cat([a, c.half()]), [h, x]),
+    "half_embedding": (lambda i, w: F.embedding(i, w), [rows.abs(), h]),
+    "half_nan_to_num": (lambda a: (a / 0).nan_to_num(), [h]),
+    "half_cumsum": (lambda a: a.cumsum(1), [h]),
+    "bfloat16_rms_norm": (lambda a: F.rms_norm(a, (8,)), [b]),
+    "int8_add": (lambda a: a + a, [i8]),
+    "int8_mul": (lambda a: a * 3 - 100, [i8]),
+    "uint8_add_wraps": (lambda a: a + 300, [u8]),
+    "uint8_compare_wraps": (lambda a: a < 300, [u8]),
+    "uint8_neg": (lambda a: -a, [u8]),
+    "int8_abs": (torch.abs, [i8]),
+    "int8_relu": (torch.relu, [i8]),
+    "int8_plus_uint8": (lambda a, c: a + c, [i8, u8]),
+    "uint8_div": (lambda a, c: a / c, [u8, u8 | 1]),
+    "int8_sum": (lambda a: a.sum(0), [i8]),
+    "uint8_amax": (lambda a: a.amax(1), [u8]),
+    "int8_argmin": (lambda a: a.argmin(0), [i8]),
+    "float_to_uint8": (lambda a: (a * 100).byte(), [x.abs()]),
+    "uint8_to_float": (lambda a: a.float() / 255, [u8]),
+    "int8_cumsum": (lambda a: a.cumsum(1), [i8]),
+    "uint8_maximum": (lambda a, c: torch.maximum(a, c), [u8, u8.flip(0)]),
+    "int16": (lambda a: a.short() * 300, [i8]),
+    "uint8_pool": (lambda a: F.max_pool2d(a[None], 2), [u8]),
+}
 
 
 @pytest.mark.parametrize("name", POINTWISE)
@@ -120,6 +289,79 @@ def test_view(name):
 @pytest.mark.parametrize("name", EXTERNS)
 def test_extern(name):
     check_traced(EXTERNS[name], x)
+
+
+@pytest.mark.parametrize("name", MOVES)
+def test_moves(name):
+    check_lowered(MOVES[name], x)
+
+
+@pytest.mark.parametrize("name", POINTWISE_MORE)
+def test_pointwise_more(name):
+    check_lowered(POINTWISE_MORE[name], x)
+
+
+@pytest.mark.parametrize("name", NORMS)
+def test_norms(name):
+    check_lowered(NORMS[name], img)
+
+
+@pytest.mark.parametrize("name", POOLS)
+def test_pools(name):
+    check_lowered(POOLS[name], img)
+
+
+@pytest.mark.parametrize("name", INDEXING)
+def test_indexing(name):
+    fn, args = INDEXING[name]
+    check_lowered(fn, *args, externs=("check_indices",))
+
+
+@pytest.mark.parametrize("name", INDEX_ERRORS)
+def test_positions_out_of_range_raise_as_in_eager(name):
+    fn, args = INDEX_ERRORS[name]
+    assert_same_as_eager(compile_traced(fn), fn, *args)
+
+
+@pytest.mark.parametrize("name", DTYPES)
+def test_dtypes(name):
+    fn, args = DTYPES[name]
+    check_lowered(fn, *args, externs=("check_indices",))
+
+
+def test_hand_written_rms_norm_is_one_kernel():
+    compiled = check_lowered(NORMS["rms_by_hand"], img)
+    assert len(compiled.last.kernel_names) == 1, compiled.last.kernel_names
+
+
+class BasicBlock(torch.nn.Module):
+    """torchvision's ResNet block (torchvision is not installed here), with a pooled head."""
+
+    def __init__(self, width=8):
+        super().__init__()
+        conv = functools.partial(torch.nn.Conv2d, width, width, 3, 1, 1, bias=False)
+        self.conv1, self.bn1, self.conv2, self.bn2 = (
+            conv(), torch.nn.BatchNorm2d(width), conv(), torch.nn.BatchNorm2d(width),
+        )  # fmt: skip
+        self.relu = torch.nn.ReLU(inplace=True)
+        self.pool = torch.nn.MaxPool2d(3, 2, 1)
+        for bn in (self.bn1, self.bn2):
+            bn.running_mean.uniform_(-0.5, 0.5)
+            bn.running_var.uniform_(0.5, 2.0)
+
+    def forward(self, x):
+        x = self.pool(x)
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        out += x
+        return F.adaptive_avg_pool2d(self.relu(out), (1, 1)).flatten(1)
+
+
+def test_a_resnet_block_calls_torch_for_its_convolutions_only():
+    block = BasicBlock().eval()
+    with torch.no_grad():
+        (compiled,) = check_torch_compile(block, torch.randn(2, 8, 10, 10))
+    assert_lowered(compiled, externs=("conv2d",))
 
 
 @pytest.mark.parametrize("name", ["sin", "int_promotion", "bool_sum", "to_int"])

@@ -4,18 +4,27 @@ and becomes a kernel (`check_lowered`)."""
 import pytest
 import torch
 
+from tests.oracle import assert_same_as_eager
 from tests.stage5.test_lowering import (
+    DTYPES,
     EXTERNS,
+    INDEX_ERRORS,
+    INDEXING,
     LAYOUTS,
+    MOVES,
+    NORMS,
     OTHER_EXTERNS,
     POINTWISE,
+    POINTWISE_MORE,
+    POOLS,
     REDUCTIONS,
     VIEWS,
+    img,
     ints,
     specials,
     x,
 )
-from tests.stage6.helpers import DEVICES, check_lowered, check_traced
+from tests.stage6.helpers import DEVICES, check_lowered, check_traced, compile_traced, on
 
 pytestmark = pytest.mark.parametrize("device", DEVICES)
 
@@ -96,3 +105,44 @@ def test_arithmetic_on_bools(op, device):
     a = torch.tensor([True, True, False, False])
     b = torch.tensor([True, False, True, False])
     check_lowered(op, a, b, device=device)
+
+
+# The factories of MOVES name the device (`device=a.device`): they run on CUDA too.
+@pytest.mark.parametrize("name", MOVES)
+def test_moves(name, device):
+    check_lowered(MOVES[name], x, device=device)
+
+
+@pytest.mark.parametrize("name", POINTWISE_MORE)
+def test_pointwise_more(name, device):
+    check_lowered(POINTWISE_MORE[name], x, device=device)
+
+
+@pytest.mark.parametrize("name", NORMS)
+def test_norms(name, device):
+    check_lowered(NORMS[name], img, device=device)
+
+
+@pytest.mark.parametrize("name", POOLS)
+def test_pools(name, device):
+    check_lowered(POOLS[name], img, device=device)
+
+
+@pytest.mark.parametrize("name", INDEXING)
+def test_indexing(name, device):
+    fn, args = INDEXING[name]
+    check_lowered(fn, *args, device=device, externs=("check_indices",))
+
+
+@pytest.mark.parametrize("name", INDEX_ERRORS)
+def test_positions_out_of_range_raise_as_in_eager(name, device):
+    if device != "cpu":
+        pytest.skip("CUDA's eager fails a device assert, which ends the process's CUDA context")
+    fn, args = INDEX_ERRORS[name]
+    assert_same_as_eager(compile_traced(fn), fn, *on(device, args))
+
+
+@pytest.mark.parametrize("name", DTYPES)
+def test_dtypes(name, device):
+    fn, args = DTYPES[name]
+    check_lowered(fn, *args, device=device, externs=("check_indices",))

@@ -1,0 +1,135 @@
+"""Pooling: one reduction per output element, over its window.
+
+Window element `(kh, kw)` of output `(oh, ow)` is input
+`(oh*stride - padding + kh*dilation, ...)`: affine in the output index and the reduction
+index, so pooling is a `Reduction` like `amax` (`max_pool2d`) or `sum` (`avg_pool2d`),
+whose loads `ops.masked` keeps inside the input where the window hangs over the padding.
+Inductor unrolls the window's loads instead (torch/_inductor/lowering.py); a reduction
+keeps the kernel's size independent of the window's.
+
+The output's size (with `ceil_mode`) and the errors of bad arguments are torch's own:
+the op runs on a meta tensor first.
+"""
+
+import torch
+import torch.nn.functional as F
+
+from .ir import Pointwise, Reduction, ops
+from .lowering import Fallback, loader_for, register, upcast
+
+
+def _pair(value):
+    return (value, value) if isinstance(value, int) else tuple(value) * (3 - len(value))
+
+
+def _output_ranges(fn, x, *args) -> tuple[int, ...]:
+    """Eager's output size, from the op on a meta tensor (which raises eager's error)."""
+    meta = torch.empty(x.ranges, dtype=x.dtype, device="meta")
+    return tuple(fn(meta, *args).shape)
+
+
+def _window(x, ranges, kernel, stride, padding, dilation, padded_with):
+    """`inner_fn(idx, ridx)` of a reduction over windows: the input under window element
+    `ridx` of output `idx`, or `padded_with` outside the input."""
+    load = loader_for(x, x.ranges, upcast(x.dtype))
+    sizes = x.ranges[-2:]
+    last = [
+        (o - 1) * s + (k - 1) * d  # the last input element a window reaches
+        for o, s, k, d in zip(ranges[-2:], stride, kernel, dilation, strict=True)
+    ]
+    inside_always = padding == (0, 0) and all(r < n for r, n in zip(last, sizes, strict=True))
+
+    def inner_fn(idx, ridx):
+        source = [
+            o * s + r * d + -p
+            for o, r, s, d, p in zip(idx[-2:], ridx, stride, dilation, padding, strict=True)
+        ]
+        if inside_always:
+            return load([*idx[:-2], *source])
+        inside = None
+        for i, n in zip(source, sizes, strict=True):
+            position = ops.index_expr(i, torch.int64)
+            low = ops.ge(position, ops.constant(0, torch.int64))
+            both = ops.logical_and(low, ops.lt(position, ops.constant(n, torch.int64)))
+            inside = both if inside is None else ops.logical_and(inside, both)
+        return ops.masked(inside, lambda: load([*idx[:-2], *source]), padded_with)
+
+    return inner_fn
+
+
+def _arguments(kernel_size, stride, padding, dilation=1):
+    kernel = _pair(kernel_size)
+    stride = _pair(stride) if stride not in (None, [], ()) else kernel
+    return kernel, stride, _pair(padding), _pair(dilation)
+
+
+@register("max_pool2d", same_dtype=True)
+def max_pool2d(
+    graph, out, x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+    return_indices=False,
+):  # fmt: skip
+    """NaN wins, as in torch's kernel (`val > max || isnan(val)`): our max reductions agree."""
+    if return_indices or x.dtype == torch.bool:
+        raise Fallback("max_pool2d with indices, or of bools: torch")
+    ranges = _output_ranges(F.max_pool2d, x, kernel_size, stride, padding, dilation, ceil_mode)
+    kernel, stride, padding, dilation = _arguments(kernel_size, stride, padding, dilation)
+    acc = upcast(x.dtype)
+    lowest = -float("inf") if acc.is_floating_point else torch.iinfo(acc).min
+    window = _window(x, ranges, kernel, stride, padding, dilation, lowest)
+    return graph.add_buffer(Reduction(x.dtype, ranges, kernel, "max", window, acc))
+
+
+@register("avg_pool2d", same_dtype=True)
+def avg_pool2d(
+    graph, out, x, kernel_size, stride=None, padding=0, ceil_mode=False,
+    count_include_pad=True, divisor_override=None,
+):  # fmt: skip
+    if not x.dtype.is_floating_point:
+        raise Fallback("avg_pool2d of integers divides with truncation: torch")
+    args = (kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+    ranges = _output_ranges(F.avg_pool2d, x, *args)
+    kernel, stride, padding, _ = _arguments(kernel_size, stride, padding)
+    acc = upcast(x.dtype)
+    window = _window(x, ranges, kernel, stride, padding, (1, 1), 0.0)
+    total = graph.add_buffer(Reduction(acc, ranges, kernel, "sum", window, acc)).loader()
+
+    def divisor(idx):
+        if divisor_override:
+            return ops.constant(divisor_override, acc)
+        h, w = [
+            _window_count(o, n, k, s, p, count_include_pad)
+            for o, n, k, s, p in zip(idx[-2:], x.ranges[-2:], kernel, stride, padding, strict=True)
+        ]
+        return ops.to_dtype(ops.mul(h, w), acc)
+
+    def inner_fn(idx):
+        return ops.to_dtype(ops.truediv(total(idx), divisor(idx)), out.dtype)
+
+    return Pointwise(out.dtype, ranges, inner_fn)
+
+
+def _window_count(o, size, kernel, stride, padding, count_padding):
+    """How many elements of one dim torch divides by (aten/src/ATen/native/cpu/AvgPoolKernel.cpp):
+    the window cut at the padding's end, or also at the input's when the padding does not
+    count."""
+
+    def c(value):
+        return ops.constant(value, torch.int64)
+
+    start = ops.index_expr(o * stride + -padding, torch.int64)
+    end = ops.minimum(ops.add(start, c(kernel)), c(size + padding))
+    if count_padding:
+        return ops.sub(end, start)
+    return ops.sub(ops.minimum(end, c(size)), ops.maximum(start, c(0)))
+
+
+@register("adaptive_avg_pool2d", same_dtype=True)
+def adaptive_avg_pool2d(graph, out, x, output_size):
+    """Output `i` averages input `floor(i*n/o)` to `ceil((i+1)*n/o)`: when `o` divides `n`,
+    windows of `n/o` at a stride of `n/o`, an `avg_pool2d` (and for `(1, 1)` a mean)."""
+    ranges = _output_ranges(F.adaptive_avg_pool2d, x, output_size)
+    sizes, outputs = x.ranges[-2:], ranges[-2:]
+    if 0 in outputs or any(n % o for n, o in zip(sizes, outputs, strict=True)):
+        raise Fallback(f"adaptive_avg_pool2d of {list(sizes)} to {list(outputs)}: windows differ")
+    kernel = tuple(n // o for n, o in zip(sizes, outputs, strict=True))
+    return avg_pool2d(graph, out, x, kernel, kernel)
