@@ -3,8 +3,10 @@
 CPython lets a program replace the function that evaluates frames (PEP 523).
 This stage installs one, written in C (`_eval_frame.c`, read it first), that
 calls a Python callback for each new Python function frame. The callback may
-let the frame run, or return a replacement callable whose result becomes the
-call's. TorchDynamo starts exactly here; so does every later stage.
+let the frame run, return a replacement callable whose result becomes the
+call's, or answer `SKIP`: run it, and never show me this code object again (a
+mark in C, so that frames nobody will compile cost nothing after their first
+call). TorchDynamo starts exactly here; so does every later stage.
 
     >>> import stage1_eval_frame as ef
     >>> with ef.eval_frame(lambda frame: print(frame.code.co_name)):
@@ -20,22 +22,28 @@ if not ((3, 11) <= sys.version_info[:2] <= (3, 12)):
     )
 
 from ._eval_frame import (
+    SKIP,
     Frame,
     call_unhooked,
+    clear_skip_marks,
     evaluator,
     get_eval_frame,
     set_eval_frame,
     skip_code,
+    skip_marks,
 )
 from .hook import disabled, eval_frame
 
 __all__ = [
+    "SKIP",
     "Frame",
     "call_unhooked",
+    "clear_skip_marks",
     "disabled",
     "eval_frame",
     "evaluator",
     "get_eval_frame",
     "set_eval_frame",
     "skip_code",
+    "skip_marks",
 ]

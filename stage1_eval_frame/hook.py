@@ -9,8 +9,9 @@ from ._eval_frame import set_eval_frame
 def eval_frame(callback):
     """Show every new Python frame of this thread to `callback` inside the block.
 
-    `callback(frame)` returns None to let the frame run, or a callable that is
-    called with `frame.slots` instead. The previous callback comes back after.
+    `callback(frame)` returns None to let the frame run, a callable that is
+    called with `frame.slots` instead, or `SKIP` to let it run and not be asked
+    about its code object again. The previous callback comes back after.
     """
     previous = set_eval_frame(callback)
     try:

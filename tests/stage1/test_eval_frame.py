@@ -271,10 +271,10 @@ def test_exception_of_the_function_itself_propagates():
         add("a", c=1)
 
 
-def test_a_callback_must_return_none_or_a_callable():
+def test_a_callback_must_return_none_skip_or_a_callable():
     with (
         ef.eval_frame(lambda f: 42 if f.code is add.__code__ else None),
-        pytest.raises(TypeError, match="must return None or a callable, not int"),
+        pytest.raises(TypeError, match="must return None, SKIP or a callable, not int"),
     ):
         add(1, c=1)
     with pytest.raises(TypeError, match="takes a callable or None"):
@@ -523,3 +523,153 @@ def test_a_million_hooked_calls_leak_nothing():
         tracemalloc.stop()
     assert (sys.getrefcount(argument), sys.getrefcount(keyword)) == refs
     assert after - before < 64 * 1024, f"{after - before} bytes were not freed"
+
+
+# ---------------------------------------------------------------------------
+# SKIP: a callback that is not asked again about a code object.
+
+
+@pytest.fixture
+def no_marks():
+    ef.clear_skip_marks()
+    yield
+
+
+def skipping_callback(seen, skip=("hidden",)):
+    """Records the frames of `hidden` and `add` it is asked about (not the context manager's);
+    answers SKIP for the names in `skip`."""
+
+    def callback(frame):
+        if frame.code in (hidden.__code__, add.__code__):
+            seen.append(frame.code.co_name)
+        return ef.SKIP if frame.code.co_name in skip else None
+
+    return callback
+
+
+def hidden(n):
+    return n + 1
+
+
+def test_skip_asks_once_then_never_again_for_that_code(no_marks):
+    seen = []
+    callback = skipping_callback(seen)
+    with ef.eval_frame(callback):
+        assert [hidden(n) for n in range(5)] == [1, 2, 3, 4, 5]  # the frames still run
+        add(1, c=1)
+        add(1, c=1)
+    assert seen == ["hidden", "add", "add"]  # entered once for `hidden`, every time for `add`
+    assert ef.skip_marks(hidden.__code__) == [callback]
+
+
+def test_a_skip_mark_belongs_to_the_callback_that_asked(no_marks):
+    first, second = [], []
+    skipper = skipping_callback(first)
+    with ef.eval_frame(skipper):
+        hidden(1)
+        hidden(1)
+    with ef.eval_frame(skipping_callback(second, skip=())):  # another compile(), other options
+        hidden(1)
+        hidden(1)
+    with ef.eval_frame(skipper):
+        hidden(1)
+    assert first == ["hidden"] and second == ["hidden", "hidden"]
+
+
+def test_clear_skip_marks_asks_again(no_marks):
+    seen = []
+    callback = skipping_callback(seen)
+    with ef.eval_frame(callback):
+        hidden(1)
+        hidden(1)
+        ef.clear_skip_marks(hidden.__code__)  # one code
+        hidden(1)
+        hidden(1)
+        ef.clear_skip_marks()  # every code
+        hidden(1)
+    assert seen == ["hidden"] * 3
+    ef.clear_skip_marks()
+    assert ef.skip_marks(hidden.__code__) == []
+    with pytest.raises(TypeError):
+        ef.clear_skip_marks(hidden)
+
+
+def test_threads_share_the_marks_of_a_shared_callback(no_marks):
+    seen = []
+    callback = skipping_callback(seen)
+
+    def run():
+        with ef.eval_frame(callback):
+            for n in range(100):
+                hidden(n)
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert 1 <= len(seen) <= 4  # each thread may ask before another has marked the code
+    assert ef.skip_marks(hidden.__code__) == [callback]  # marked once
+
+
+def test_a_mark_does_not_keep_its_callback_alive_nor_outlive_it(no_marks):
+    seen = []
+    callback = skipping_callback(seen)
+    with ef.eval_frame(callback):
+        hidden(1)
+    dead = weakref.ref(callback)
+    del callback
+    gc.collect()
+    assert dead() is None  # the code object held it weakly
+    assert ef.skip_marks(hidden.__code__) == []  # and a new callback is not taken for it
+    again = []
+    with ef.eval_frame(skipping_callback(again)):
+        hidden(1)
+    assert again == ["hidden"]
+
+
+def test_marks_of_callbacks_that_died_do_not_pile_up(no_marks):
+    def mark_and_die():
+        with ef.eval_frame(skipping_callback([])):  # a new callback each time, as compile() makes
+            hidden(1)
+
+    def run(count):
+        for _ in range(count):
+            mark_and_die()
+        ef.clear_skip_marks()  # a reset now and then: the list of marked codes keeps its size
+        for _ in range(count):
+            mark_and_die()
+        gc.collect()
+
+    run(100)  # warm up
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    run(5_000)
+    after = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    assert after - before < 10_000  # 10,000 weak references kept would be about 800 kB
+
+
+def test_a_callback_that_cannot_be_weakly_referenced_is_asked_every_time(no_marks):
+    class Slotted:
+        __slots__ = ("seen",)
+
+        def __init__(self):
+            self.seen = []
+
+        def __call__(self, frame):
+            if frame.code is hidden.__code__:
+                self.seen.append(frame.code.co_name)
+            return ef.SKIP
+
+    callback = Slotted()
+    with ef.eval_frame(callback):
+        hidden(1)
+        hidden(1)
+    assert callback.seen == ["hidden", "hidden"]
+
+
+def test_skip_is_one_object_that_cannot_be_made_again():
+    assert repr(ef.SKIP) == "SKIP"
+    with pytest.raises(TypeError):
+        type(ef.SKIP)()

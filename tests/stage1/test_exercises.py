@@ -67,22 +67,32 @@ def test_frame_qualname():
     assert frame.qualname.endswith("Model.forward")  # the snapshot holds its own reference
 
 
-def test_callback_can_skip_a_code_object():
-    def helper(x):
+def test_skip_recursive_hides_the_calls_too():
+    def leaf(x):
         return x + 1
+
+    def logger(x):
+        return leaf(x) * 2
+
+    def work():
+        return [logger(1), leaf(5), logger(2)]
 
     asked = []
 
     def callback(frame):
-        if frame.code is helper.__code__:
-            asked.append(frame.arguments["x"])
-            return ef.SKIP
-        return None
+        asked.append(frame.code.co_name)
+        return ef.SKIP_RECURSIVE if frame.code is logger.__code__ else None
 
-    def work():
-        return [helper(1), helper(2), helper(3)]
-
-    assert run_hooked(callback, work) == [2, 3, 4]
-    assert asked == [1]  # asked once; from then on helper's code is skipped
-    assert run_hooked(callback, work) == [2, 3, 4]
-    assert asked == [1]
+    assert run_hooked(callback, work) == [4, 6, 6]
+    assert asked == ["work", "logger", "leaf"]  # logger once; leaf only when work calls it
+    asked.clear()
+    assert run_hooked(callback, work) == [4, 6, 6]
+    assert asked == ["work", "leaf"]
+    other = []
+    assert run_hooked(lambda frame: other.append(frame.code.co_name), work) == [4, 6, 6]
+    assert other == ["work", "logger", "leaf", "leaf", "logger", "leaf"]  # another callback
+    ef.clear_skip_marks()
+    asked.clear()
+    run_hooked(callback, work)
+    assert asked == ["work", "logger", "leaf"]  # asked again after a reset
+    ef.clear_skip_marks()
