@@ -145,7 +145,14 @@ class ItemSource(Source):
         return f"{self.base.name()}[{self.index!r}]"
 
     def describe(self):
+        table = self.base.member if isinstance(self.base, AttrSource) else None
+        if table in MODULE_TABLES:  # `L['m']._modules['fc']`: "submodule 'fc' of local 'm'"
+            return f"{MODULE_TABLES[table]} {self.index!r} of {self.base.base.describe()}"
         return f"item {self.index!r} of {self.base.describe()}"
+
+
+# The dicts where nn.Module keeps what its __getattr__ finds, and what each holds.
+MODULE_TABLES = {"_parameters": "parameter", "_buffers": "buffer", "_modules": "submodule"}
 
 
 def item_of(base: Source | None, index) -> "ItemSource | None":

@@ -8,6 +8,11 @@ failed ("size of local 'x' changed: expected 4, got 8"). Past
 `config.recompile_limit` entries the frame stops compiling and runs eagerly
 from then on, with one warning, as torch does when it hits its own limit.
 
+A frame that will never be compiled -- nothing to compile in it (`SkipFrame`),
+or it cannot be captured and has no entry -- is answered with stage 1's `SKIP`:
+the hook marks its code object in C, and its later frames run without asking
+the cache again. torch marks them the same way (`SKIP_CODE`).
+
 torch keeps this list in the code object's "extra" slot, walked in C
 (torch/csrc/dynamo/cache_entry.cpp); a dict keyed by code object says the same.
 """
@@ -18,7 +23,7 @@ import threading
 import warnings
 from dataclasses import dataclass, field, fields
 
-from stage1_eval_frame import call_unhooked
+from stage1_eval_frame import SKIP, call_unhooked
 from stage1_eval_frame.logs import get_logger
 from stage2_symbolic_vm.errors import Unsupported
 from stage2_symbolic_vm.trace import Trace
@@ -69,7 +74,8 @@ class Counters:
     cache_hits: int = 0  # ... and ran a compiled entry
     compiled: int = 0  # entries compiled: the first one and every recompile
     recompiles: int = 0  # compiles because the guards of every existing entry failed
-    eager: int = 0  # calls that ran the original function (could not compile, or the limit)
+    eager: int = 0  # calls the cache ran eagerly (could not compile, or the limit); a frame
+    # marked SKIP for good is counted once: its later calls do not reach the cache
     skipped: int = 0  # frames found to have nothing to compile, which run as they are
 
     def reset(self):
@@ -119,10 +125,12 @@ class FrameCache:
         self.skip_reason: str | None = None  # set when it has nothing to compile (SkipFrame)
 
     def lookup(self, frame):
-        """The hot path: the replacement for this call, or None to run the frame as it is."""
+        """The hot path: the replacement for this call, None to run the frame as it is this
+        time, or SKIP to run it as it is from now on (the hook stops asking about this code)."""
         counters.frames += 1
-        if self.skip_reason is not None:
-            return None
+        if self.runs_as_it_is():  # a frame the hook could not mark: asked again
+            counters.eager += self.eager_reason is not None
+            return SKIP
         L, G, F = frame.arguments, frame.globals, frame.function
         entry = self.find(L, G, F)
         if entry is not None:
@@ -131,7 +139,14 @@ class FrameCache:
         if self.eager_reason is not None:
             counters.eager += 1
             return None
-        return self.compile(frame)
+        replacement = self.compile(frame)
+        return SKIP if replacement is None and self.runs_as_it_is() else replacement
+
+    def runs_as_it_is(self) -> bool:
+        """Will every later call run the original frame? Yes if there is nothing to compile,
+        or if it runs eagerly for good and no entry is left to hit (past the recompile limit,
+        the entries still serve the calls their guards accept)."""
+        return self.skip_reason is not None or (self.eager_reason is not None and not self.entries)
 
     def find(self, L: dict, G: dict, F, entries=None) -> CacheEntry | None:
         for entry in self.entries if entries is None else entries:

@@ -1,25 +1,39 @@
 """All the guards of a cache entry, compiled into one generated Python function.
 
 The cache calls this function on every call of the compiled frame, so it is
-the hot path: one `and` chain over the checks of every guard, with the
-readable form of each guard as a comment above its checks:
+the hot path. Each guard becomes one `if not (...): return False` over its
+checks, with the readable form of the guard as a comment, and a value that
+several checks read is read once, into a local variable:
 
     def guards_f(L, G, F):
-        return (
-            # local 'x' TENSOR_MATCH: float32, cpu, size=(8,), stride=(1,)
-            type(L['x']) is torch.Tensor
-            and L['x'].dtype is torch.float32
+        # GRAD_MODE: enabled
+        if not (torch.is_grad_enabled() is True):
+            return False
+        # local 'x' TENSOR_MATCH: float32, cpu, size=(8,), stride=(1,)
+        L_x = L['x']
+        if not (
+            type(L_x) is torch.Tensor
+            and L_x.dtype is torch.float32
             ...
-        )
+        ):
+            return False
+        return True
 
-Early TorchDynamo did exactly this (a generated lambda); torch 2.x builds a
-tree of C++ guard objects instead, which is faster but not something one can
-print and read. When the function says False, `failure_reason` re-checks the
-guards one by one to say which assumption broke, and how.
+Early TorchDynamo generated one Python lambda from the checks, reading
+`L['self'].fc.weight` anew in each of them; torch 2.x builds a tree of C++
+guard objects (a `GuardManager` per source, whose "accessor" reads the value
+once for all the checks below it), faster but not something one can print and
+read. Ours reads like the first and reads values like the second. When the
+function says False, `failure_reason` re-checks the guards one by one to say
+which assumption broke, and how.
 """
 
+import ast
 import builtins
+from collections import Counter
 from dataclasses import dataclass
+
+from stage2_symbolic_vm.sources import AttrSource, GlobalSource, LocalSource, Source
 
 from .codegen import compile_function, identifier
 from .guards import Guard
@@ -40,22 +54,155 @@ class GuardFunction:
 def compile_guards(guards: list[Guard], name: str) -> GuardFunction:
     """Generate, compile and return the guard function of one cache entry."""
     function_name = f"guards_{identifier(name)}"
-    lines = [f"def {function_name}(L, G, F):", "    return ("]
-    first = True
-    for guard in guards:
-        lines.append(f"        # {' '.join(str(guard).split())}")  # one line, whatever reprs say
-        for code in guard.code:
-            lines.append(f"        {'' if first else 'and '}{code}")
-            first = False
-    if first:
-        lines[-1] = "    return True  # the trace relied on nothing"
-    else:
-        lines.append("    )")
-    source = "\n".join(lines) + "\n"
     namespace = {"B": builtins}  # sources of builtins read `B.range`
     for guard in guards:
         namespace.update(guard.names)
+    reads = SharedReads(guards, taken={"L", "G", "F", *namespace})
+    lines = [f"def {function_name}(L, G, F):"]
+    written = set()  # a check two guards share (no global hooks) runs once
+    for guard in guards:
+        checks = [check for code in guard.code if (check := reads.rewrite(code)) not in written]
+        written.update(checks)
+        lines.append(f"    # {' '.join(str(guard).split())}")  # one line, whatever reprs say
+        lines += [f"    {binding}" for binding in reads.new_bindings()]
+        lines += _return_false_unless(checks)
+    lines.append("    return True" + ("" if guards else "  # the trace relied on nothing"))
+    source = "\n".join(lines) + "\n"
     return GuardFunction(guards, source, compile_function(source, function_name, namespace))
+
+
+def _return_false_unless(checks: list[str]) -> list[str]:
+    if not checks:
+        return ["    # (checked above)"]
+    if len(checks) == 1:
+        return [f"    if not ({checks[0]}):", "        return False"]
+    lines = ["    if not ("]
+    lines += [f"        {'and ' if i else ''}{check}" for i, check in enumerate(checks)]
+    return [*lines, "    ):", "        return False"]
+
+
+class SharedReads:
+    """The sources the checks read more than once, each read once into a local variable.
+
+    This is common-subexpression elimination over the checks. Each check is
+    parsed back into a syntax tree, and a read of a source is a subtree equal to
+    the tree of `source.name()`: trees are compared, not text, so a string
+    constant that happens to spell `L['x']` is never taken for a read of it.
+    A source read twice or more gets a local, named after its path as torch
+    names FX placeholders (`L['m']._modules['fc']` -> `L_m_modules_fc`), bound
+    just before the first guard that reads it -- where the checks would have
+    read it first -- and itself read from its base's local when the base has
+    one. Where a read is replaced, the rest of the check's text stays as it was.
+    """
+
+    def __init__(self, guards: list[Guard], taken: set[str]):
+        self.sources: dict[tuple, Source] = {}  # tree -> a source the guards read
+        seen = set()
+        for guard in guards:
+            source = guard.source
+            while source is not None and source not in seen:  # and the sources it is read through
+                seen.add(source)
+                (whole, *_), _ = _reads(source.name())
+                self.sources.setdefault(whole[2], source)
+                source = getattr(source, "base", None)
+        self.reads = {code: _reads(code) for guard in guards for code in guard.code}
+        uses = Counter(
+            key for reads, _ in self.reads.values() for *_, key in reads if key in self.sources
+        )
+        self.locals: dict[tuple, str] = {}  # tree -> the local variable that holds its value
+        for key, count in uses.items():
+            if count >= 2:
+                self.locals[key] = _fresh(identifier(_local_name(self.sources[key])), taken)
+        self.bound: set[tuple] = set()
+        self.bindings: list[str] = []  # made by the last rewrites, not yet written out
+
+    def rewrite(self, code: str) -> str:
+        """The check with its reads of shared sources replaced by their locals."""
+        reads, text = self.reads[code]
+        return self._replaced(text, 0, len(text), reads)
+
+    def new_bindings(self) -> list[str]:
+        """`L_x = L['x']` for the locals the last rewrites used first, in the order to run."""
+        bindings, self.bindings = self.bindings, []
+        return bindings
+
+    def _replaced(self, text: bytes, start: int, end: int, reads: list) -> str:
+        """`text[start:end]` with the outermost shared reads inside it replaced by their locals
+        (and bound first, if this is their first use)."""
+        parts, at = [], start
+        for read_start, read_end, key in reads:  # sorted: outer reads before the reads inside
+            if not start <= read_start < read_end <= end or (read_start, read_end) == (start, end):
+                continue  # not inside, or the read being defined itself
+            if read_start < at or key not in self.locals:  # inside one replaced, or not shared
+                continue
+            if key not in self.bound:  # its own read uses its base's local, bound before it
+                self.bound.add(key)
+                read = self._replaced(text, read_start, read_end, reads)
+                self.bindings.append(f"{self.locals[key]} = {read}")
+            parts += [text[at:read_start].decode(), self.locals[key]]
+            at = read_end
+        return "".join([*parts, text[at:end].decode()])
+
+
+def _reads(code: str) -> tuple[list[tuple[int, int, tuple]], bytes]:
+    """Every read in an expression, as (start, end, key), outer reads first, and the
+    expression's UTF-8 text, which `start` and `end` index (as the parser counts).
+
+    A read is an attribute, an item or a call made of names, constants and reads
+    (`B.object.__getattribute__(L['m'], '__dict__')`); a comparison or a boolean
+    operator is not, nor anything around one. Its key is what two reads of the
+    same value have in common: the names, attributes, items and constants of
+    their trees, not their place in the text.
+    """
+    reads = []
+
+    def key_of(node):
+        if isinstance(node, ast.Name):
+            return ("name", node.id)
+        if isinstance(node, ast.Constant):
+            return ("constant", type(node.value).__name__, repr(node.value))
+        if isinstance(node, ast.Attribute):
+            parts = [key_of(node.value), node.attr]
+        elif isinstance(node, ast.Subscript):
+            parts = [key_of(node.value), key_of(node.slice)]
+        elif isinstance(node, ast.Call) and not node.keywords:
+            parts = [key_of(node.func), *(key_of(arg) for arg in node.args)]
+        else:  # not a read: the reads are inside
+            for child in ast.iter_child_nodes(node):
+                key_of(child)
+            return None
+        if None in parts:
+            return None
+        key = (type(node).__name__, *parts)
+        reads.append((node.col_offset, node.end_col_offset, key))
+        return key
+
+    key_of(ast.parse(code, mode="eval").body)  # a check is one line: columns are offsets
+    reads.sort(key=lambda read: (read[0], -read[1]))
+    return reads, code.encode()
+
+
+def _local_name(source: Source) -> str:
+    """`L['m']._modules['fc']` -> `L_m__modules_fc` (made an identifier by the caller)."""
+    if isinstance(source, LocalSource):
+        return f"L_{source.local}"
+    if isinstance(source, GlobalSource):
+        return f"G_{source.global_name}"
+    base = getattr(source, "base", None)
+    if base is None:  # a builtin, a closure cell, an imported module
+        return source.name()
+    step = source.member if isinstance(source, AttrSource) else source.index
+    return f"{_local_name(base)}_{step}"
+
+
+def _fresh(name: str, taken: set[str]) -> str:
+    """`name`, or `name_2`, ...: not a name the checks already use."""
+    candidate, n = name, 1
+    while candidate in taken:
+        n += 1
+        candidate = f"{name}_{n}"
+    taken.add(candidate)
+    return candidate
 
 
 def failure_reason(guards: list[Guard], L: dict, G: dict, F) -> str | None:

@@ -8,8 +8,10 @@ frame while a jitted function runs:
                                                       build guards, add an entry, run it
 
 A function the VM cannot capture whole runs eagerly (stage 4 will cut it into
-graphs instead). torch.compile's `_TorchDynamoContext` is the same wrapper;
-its callback is `convert_frame`, its cache walk is C++.
+graphs instead). Frames of other code, and jitted frames that will run as they
+are from now on, are answered `SKIP`: the hook stops showing them to us.
+torch.compile's `_TorchDynamoContext` is the same wrapper; its callback is
+`convert_frame`, its cache walk is C++.
 """
 
 import functools
@@ -18,7 +20,7 @@ import inspect
 import torch
 
 import stage2_symbolic_vm
-from stage1_eval_frame import set_eval_frame, skip_code
+from stage1_eval_frame import SKIP, clear_skip_marks, set_eval_frame, skip_code
 from stage1_eval_frame.logs import get_logger
 
 from .cache import CacheEntry, FrameCache, counters
@@ -35,9 +37,10 @@ _caches: dict[object, FrameCache] = {}
 
 
 def _callback(frame):
-    """Called by the hook for every new frame: jitted codes go to their cache."""
+    """Called by the hook for every new frame: jitted codes go to their cache, others are
+    not shown to us again (until `jit()` of their function, or a reset)."""
     cache = _caches.get(frame.code)
-    return None if cache is None else cache.lookup(frame)
+    return SKIP if cache is None else cache.lookup(frame)
 
 
 def jit(fn):
@@ -49,6 +52,7 @@ def jit(fn):
     """
     code = _code_of(fn)
     cache = _caches.setdefault(code, FrameCache(code, compile_frame))
+    clear_skip_marks(code)  # met before, while another jitted function ran: now it is ours
 
     @functools.wraps(fn)
     def jitted(*args, **kwargs):
@@ -100,8 +104,10 @@ def call_arguments(code, slots: tuple) -> tuple[tuple, dict]:
 
 
 def reset():
-    """Forget every compiled entry and zero the counters (torch._dynamo.reset())."""
+    """Forget every compiled entry, every SKIP mark, and zero the counters
+    (torch._dynamo.reset())."""
     for cache in _caches.values():
         cache.clear()
+    clear_skip_marks()
     counters.reset()
     forget_sources()

@@ -24,7 +24,7 @@ import torch
 import stage1_eval_frame
 import stage2_symbolic_vm
 import stage3_guards
-from stage1_eval_frame import set_eval_frame, skip_code
+from stage1_eval_frame import SKIP, clear_skip_marks, set_eval_frame, skip_code
 from stage1_eval_frame.logs import get_logger
 from stage2_symbolic_vm.functions import hooks_of
 from stage3_guards import FrameCache, counters
@@ -56,6 +56,14 @@ class CompileOptions:
 
     def __post_init__(self):
         _live_options.add(self)
+        self.callback = make_callback(self)  # one per compile(): its SKIP marks are its own
+
+    def add_entry_codes(self, *codes):
+        """Compile these codes even if they live in a library; a SKIP mark our callback may
+        have set on one of them before goes."""
+        for code in codes:
+            self.entry_codes.add(code)
+            clear_skip_marks(code)
 
     def record_frame(self, entry: CompiledFrame):
         self.frames.append(entry)
@@ -103,7 +111,7 @@ def make_callback(options: CompileOptions):
         cache = options.caches.get(frame.code)
         if cache is None:
             if not is_user_code(frame.code) and frame.code not in options.entry_codes:
-                return None
+                return SKIP  # never compiled: not shown to this callback again
             convert = functools.partial(convert_frame, options=options)
             cache = options.caches[frame.code] = FrameCache(frame.code, convert)
         return cache.lookup(frame)
@@ -132,8 +140,8 @@ def _wrap(fn, options: CompileOptions):
         raise TypeError(f"compile() takes a function or an nn.Module, not {type(fn).__name__}")
     code = getattr(fn, "__code__", None)
     if code is not None:  # the function asked for is compiled even if it lives in a library
-        options.entry_codes.add(code)
-    callback = make_callback(options)
+        options.add_entry_codes(code)
+    callback = options.callback
 
     @functools.wraps(fn)
     def compiled(*args, **kwargs):
@@ -157,19 +165,19 @@ class CompiledModule(torch.nn.Module):
         self.options = options
         forward = getattr(type(module).forward, "__code__", None)
         if forward is not None:  # torch.nn.Sequential's forward lives in torch, yet is the point
-            options.entry_codes.add(forward)
-        options.entry_codes.add(call_module.__code__)
-        self.callback = make_callback(options)
+            options.add_entry_codes(forward)
+        options.add_entry_codes(call_module.__code__)
 
     def __call__(self, *args, **kwargs):  # not nn.Module's: the wrapper runs no hooks of its own
         return self.forward(*args, **kwargs)
 
     def forward(self, *args, **kwargs):
-        previous = set_eval_frame(self.callback)
+        module = self._modules["_orig_mod"]  # not `self._orig_mod`: __getattr__ costs 0.4 µs
+        previous = set_eval_frame(self.options.callback)
         try:
-            if hooks_of(self._orig_mod):  # compile the hooks with forward, as torch does
-                return call_module(self._orig_mod, *args, **kwargs)
-            return self._orig_mod(*args, **kwargs)  # nn.Module.__call__ runs forward's frame
+            if hooks_of(module):  # compile the hooks with forward, as torch does
+                return call_module(module, *args, **kwargs)
+            return module(*args, **kwargs)  # nn.Module.__call__ runs forward's frame
         finally:
             set_eval_frame(previous)
 
@@ -189,6 +197,7 @@ def reset():
     source text of the generated guard functions."""
     for options in list(_live_options):
         options.caches.clear()
+    clear_skip_marks()
     for globals_, name in INSTALLED:
         globals_.pop(name, None)
     INSTALLED.clear()

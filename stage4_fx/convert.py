@@ -270,7 +270,7 @@ def finish(frame, options, trace, cg, graph_break, resumes) -> CompiledFrame:
     entry = CompiledFrame(code, new_code, guard_function, trace, captured, graph_break, resumes)
     # A resume function is compiled like the frame it came from, even where that frame's
     # file is a library's (a compiled function or module forward that lives in site-packages).
-    options.entry_codes.update(resume_fn.code for resume_fn in resumes)
+    options.add_entry_codes(*(resume_fn.code for resume_fn in resumes))
     options.record_frame(entry)
     return entry
 

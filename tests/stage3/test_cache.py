@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import stage3_guards
+from stage1_eval_frame import SKIP
 from stage2_symbolic_vm.errors import Unsupported
 from stage3_guards import CacheEntry, FrameCache, compile_guards, compile_replay, config, counters
 from stage3_guards.guards import build_guards
@@ -36,9 +37,9 @@ def compile_add(frame):
 
 
 def call(cache, fn, *args):
-    """Run a call as the hook would: the replacement, or the frame itself."""
+    """Run a call as the hook would: the replacement, or the frame itself (None or SKIP)."""
     replacement = cache.lookup(frame_of(fn, *args))
-    return fn(*args) if replacement is None else replacement(*args)
+    return fn(*args) if replacement in (None, SKIP) else replacement(*args)
 
 
 def test_hit_miss_and_recompile_reason():

@@ -6,7 +6,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from stage2_symbolic_vm.sources import Assumption, LocalSource
+from stage2_symbolic_vm.sources import Assumption, AttrSource, ItemSource, LocalSource
 from stage2_symbolic_vm.trace import Trace, replay
 from stage3_guards import build_guards, compile_guards, compile_replay, failure_reason
 
@@ -18,18 +18,75 @@ def test_guard_function_source():
     guards = build_guards(assumptions, {"x": torch.zeros(4)}, {})
     assert str(compile_guards(guards, "f")) == (
         "def guards_f(L, G, F):\n"
-        "    return (\n"
-        "        # GRAD_MODE: enabled\n"
-        "        torch.is_grad_enabled() is True\n"
-        "        # local 'x' TENSOR_MATCH: float32, cpu, size=(4,), stride=(1,)\n"
-        "        and type(L['x']) is torch.Tensor\n"
-        "        and L['x'].dtype is torch.float32\n"
-        "        and L['x'].device == cpu\n"
-        "        and L['x'].size() == (4,)\n"
-        "        and L['x'].stride() == (1,)\n"
-        "        and L['x'].requires_grad is False\n"
-        "    )\n"
+        "    # GRAD_MODE: enabled\n"
+        "    if not (torch.is_grad_enabled() is True):\n"
+        "        return False\n"
+        "    # local 'x' TENSOR_MATCH: float32, cpu, size=(4,), stride=(1,)\n"
+        "    L_x = L['x']\n"
+        "    if not (\n"
+        "        type(L_x) is torch.Tensor\n"
+        "        and L_x.dtype is torch.float32\n"
+        "        and L_x.device == cpu\n"
+        "        and L_x.size() == (4,)\n"
+        "        and L_x.stride() == (1,)\n"
+        "        and L_x.requires_grad is False\n"
+        "    ):\n"
+        "        return False\n"
+        "    return True\n"
     )
+
+
+def test_a_value_several_checks_read_is_read_once_and_through_its_base():
+    layer = torch.nn.Linear(2, 2)
+    model = torch.nn.Sequential(layer)
+    fc = ItemSource(AttrSource(LocalSource("m"), "_modules"), "0")
+    weight = ItemSource(AttrSource(fc, "_parameters"), "weight")
+    assumptions = [Assumption("id", fc), Assumption("tensor", weight)]
+    assumptions.append(Assumption("type", LocalSource("n")))
+    L = {"m": model, "n": 3}
+    source = str(compile_guards(build_guards(assumptions, L, {}), "f"))
+    assert "    L_m_modules_0 = L_m_modules['0']\n" in source  # read once, used twice
+    assert "    L_m_modules_0_parameters_weight = L_m_modules_0_parameters['weight']\n" in source
+    assert "L_m_modules_0_parameters_weight.dtype is torch.float32" in source
+    assert "if not (type(L['n']) is int):" in source  # read once: not worth a local
+    check = compile_guards(build_guards(assumptions, L, {}), "f").check
+    assert check(L, {}, None)
+    model[0] = torch.nn.Linear(2, 2)  # a submodule swapped
+    assert not check(L, {}, None)
+
+
+def test_a_string_that_spells_a_source_is_not_taken_for_it():
+    x = torch.zeros(2)
+    L = {"x": x, "name": "L['x']", "other": "L['x'].dtype is torch.float32"}
+    assumptions = [Assumption("tensor", LocalSource("x"))]
+    assumptions += [Assumption("constant", LocalSource(n)) for n in ("name", "other")]
+    guards = build_guards(assumptions, L, {})
+    function = compile_guards(guards, "f")
+    assert "L_name == \"L['x']\"" in str(function)
+    assert function.check(L, {}, None)
+    assert not function.check({**L, "name": "L_x"}, {}, None)
+    assert not function.check({**L, "other": "L_x.dtype is torch.float32"}, {}, None)
+
+
+def test_locals_do_not_hide_the_objects_the_checks_use():
+    def L_x():  # an object the checks name `L_x`, and a local `x` that would be named so too
+        return 1
+
+    L = {"x": torch.zeros(2), "fn": L_x}
+    assumptions = [Assumption("tensor", LocalSource("x")), Assumption("id", LocalSource("fn"))]
+    function = compile_guards(build_guards(assumptions, L, {}), "f")
+    assert "L['fn'] is L_x)" in str(function) and "L_x_2 = L['x']" in str(function)
+    assert function.check(L, {}, None)
+    assert not function.check({**L, "fn": lambda: 1}, {}, None)
+
+
+def test_a_check_two_guards_share_runs_once():
+    layers = torch.nn.ModuleList([torch.nn.Linear(2, 2), torch.nn.Linear(2, 2)])
+    sources = [ItemSource(AttrSource(LocalSource("m"), "_modules"), str(i)) for i in range(2)]
+    guards = build_guards([Assumption("module_hooks", s) for s in sources], {"m": layers}, {})
+    source = str(compile_guards(guards, "f"))
+    assert source.count("_global_forward_hooks") == 1
+    assert source.count("._forward_hooks") == 2  # one per module
 
 
 def test_no_assumptions_no_checks():
@@ -68,6 +125,29 @@ def test_guard_function_agrees_with_its_guards(seen, data):
     except Exception:  # the cache counts a guard that raises as a failure
         passed = False
     assert passed == (failure_reason(guards, new, {}, None) is None)
+
+
+items = st.lists(
+    st.one_of(st.builds(torch.zeros, st.integers(0, 2)), st.integers(-1, 1)), max_size=3
+)
+
+
+@given(items, items)
+def test_guard_function_agrees_with_its_guards_on_items_of_a_list(seen, new):
+    """With locals shared between guards (the list, read by each item's guard)."""
+    L = {"xs": seen}
+    assumptions = [Assumption("type", LocalSource("xs")), Assumption("length", LocalSource("xs"))]
+    for i, value in enumerate(seen):
+        kind = "tensor" if isinstance(value, torch.Tensor) else "constant"
+        assumptions.append(Assumption(kind, ItemSource(LocalSource("xs"), i)))
+    guards = build_guards(assumptions, L, {})
+    check = compile_guards(guards, "f").check
+    assert check(L, {}, None)
+    try:
+        passed = check({"xs": new}, {}, None)
+    except Exception:  # the cache counts a guard that raises as a failure
+        passed = False
+    assert passed == (failure_reason(guards, {"xs": new}, {}, None) is None)
 
 
 def test_replay_source_reads_items_and_closure_cells():

@@ -8,7 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import stage3_guards
+from stage1_eval_frame import skip_marks
 from stage3_guards import config, counters, jit
+from stage3_guards.jit import _callback
 from tests.oracle import assert_same_as_eager
 
 OFFSET = 1.5
@@ -125,9 +127,41 @@ def test_an_uncapturable_function_runs_eagerly(caplog):
     with caplog.at_level(logging.INFO, logger="minidynamo.frames"):
         for sign in (1, -1, 1):
             assert_same_as_eager(f, branchy, torch.full((3,), float(sign)))
-    assert (counters.compiled, counters.eager) == (0, 3)
+    # Asked once: the frame is marked in C, and its later calls never reach the cache.
+    assert (counters.frames, counters.compiled, counters.eager) == (1, 0, 1)
+    assert skip_marks(branchy.__code__) == [_callback]
     assert f.cache.eager_reason.startswith("cannot be captured whole: ")
     assert sum("runs eagerly from now on" in r.getMessage() for r in caplog.records) == 1
+
+
+def test_reset_clears_the_marks_and_the_frame_is_tried_again():
+    f = jit(branchy)
+    f(torch.ones(3))
+    assert skip_marks(branchy.__code__) == [_callback]
+    stage3_guards.reset()
+    assert skip_marks(branchy.__code__) == []
+    f(torch.ones(3))
+    assert (counters.frames, counters.eager) == (1, 1)  # traced again after the reset
+
+
+def helper(x):
+    return x * 2
+
+
+def calls_helper(x):
+    if x.sum() > 0:  # runs eagerly: helper's frame is met as a frame of its own
+        return helper(x)
+    return x
+
+
+def test_a_function_met_before_it_was_jitted_is_compiled_once_jitted():
+    outer = jit(calls_helper)
+    outer(torch.ones(2))
+    assert skip_marks(helper.__code__) == [_callback]  # not jitted: marked, never asked again
+    jit(helper)  # jitted now: the mark goes
+    assert skip_marks(helper.__code__) == []
+    assert_same_as_eager(outer, calls_helper, torch.ones(3))
+    assert counters.compiled == 1  # helper, inside the eager calls_helper
 
 
 @given(st.integers(-2, 2), st.integers(-2, 2), st.integers(0, 2))
@@ -173,6 +207,7 @@ def test_the_recompile_limit_with_the_vm(caplog):
             assert_same_as_eager(f, with_globals, torch.ones(4, dtype=dtype))
     assert counters.compiled == 2 and counters.cache_hits == 1 and counters.eager == 1
     assert len([r for r in caplog.records if r.levelno == logging.WARNING]) == 1
+    assert skip_marks(with_globals.__code__) == []  # not marked: its entries still hit
 
 
 @pytest.mark.parametrize("threads", [4])

@@ -1,0 +1,205 @@
+"""What a compiled call costs, and what keeps it right (issue 12, per-call cost).
+
+Frames that will not be compiled are answered SKIP and marked in C: their callback is not
+entered again. A module's parameters are guarded where nn.Module keeps them, each read once:
+replacing one, swapping a submodule, adding a hook or flipping `training` still recompiles
+or gives eager's answer.
+"""
+
+import importlib
+
+import pytest
+import torch
+
+import stage4_fx
+from stage1_eval_frame import skip_marks
+from stage3_guards import counters
+from tests.oracle import assert_same_as_eager
+
+compile_module = importlib.import_module("stage4_fx.compile")  # `stage4_fx.compile` is the function
+
+X = torch.randn(4, 8)
+
+
+class Scaled(torch.nn.Module):
+    def forward(self, x):
+        return x * 2 if self.training else x
+
+
+class TwoLinear(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = torch.nn.Linear(8, 16)
+        self.fc2 = torch.nn.Linear(16, 4)
+        self.scaled = Scaled()
+        self.register_buffer("shift", torch.ones(4))
+
+    def forward(self, x):
+        return self.scaled(self.fc2(torch.relu(self.fc1(x)))) + self.shift
+
+
+@pytest.fixture(autouse=True)
+def fresh():
+    stage4_fx.reset()
+    yield
+    stage4_fx.reset()
+
+
+@pytest.fixture
+def asked(monkeypatch):
+    """The code of every frame the callbacks of compile() calls made from now on are asked about."""
+    codes = []
+    make = compile_module.make_callback
+
+    def counting(options):
+        callback = make(options)
+
+        def counted(frame):
+            codes.append(frame.code)
+            return callback(frame)
+
+        return counted
+
+    monkeypatch.setattr(compile_module, "make_callback", counting)
+    return codes
+
+
+# --- SKIP marks: the callback is not entered again ----------------------------------------------
+
+
+def test_after_the_first_call_only_the_compiled_frame_reaches_the_callback(asked):
+    model = TwoLinear()
+    compiled = stage4_fx.compile(model)
+    assert_same_as_eager(compiled, model, X)
+    library = [code for code in asked if code is not TwoLinear.forward.__code__]
+    assert library  # nn.Module.__call__'s frames, the wrapper's helpers: asked once ...
+    for code in library:
+        assert skip_marks(code) == [compiled.options.callback]  # ... and marked in C
+    asked.clear()
+    for _ in range(3):
+        assert_same_as_eager(compiled, model, X)
+    assert asked == [TwoLinear.forward.__code__] * 3
+
+
+class Named:
+    def __str__(self):  # called by print, in the part of fn that runs as Python
+        return "named"
+
+
+def test_a_frame_with_nothing_to_compile_is_asked_once(asked):
+    def fn(x):
+        y = x.sin()
+        print(Named())
+        return y.cos()
+
+    compiled = stage4_fx.compile(fn)
+    for _ in range(3):
+        assert_same_as_eager(compiled, fn, torch.randn(4))
+    assert asked.count(Named.__str__.__code__) == 1
+    assert counters.skipped == 1
+
+
+def breaks_in_a_try_block(x):
+    try:
+        y = x.sin()
+        print("inside")  # a break that cannot be cut here: the frame runs eagerly for good
+        return y
+    except ValueError:
+        return x
+
+
+def test_a_frame_that_runs_eagerly_for_good_is_asked_once(asked):
+    compiled = stage4_fx.compile(breaks_in_a_try_block)
+    for _ in range(3):
+        assert_same_as_eager(compiled, breaks_in_a_try_block, torch.randn(4))
+    assert asked.count(breaks_in_a_try_block.__code__) == 1
+    assert skip_marks(breaks_in_a_try_block.__code__) == [compiled.options.callback]
+
+
+def test_a_mark_of_one_compile_does_not_hide_the_frame_from_another():
+    x = torch.randn(4)
+    stage4_fx.compile(breaks_in_a_try_block)(x)  # marked for that compile()'s callback only
+    report = stage4_fx.explain(breaks_in_a_try_block)(x)
+    assert [b.kind for b in report.break_reasons] == ["break_in_block"]  # explain still sees it
+    with pytest.raises(stage4_fx.GraphBreakError):
+        stage4_fx.compile(breaks_in_a_try_block, fullgraph=True)(x)
+
+
+def test_reset_clears_the_marks(asked):
+    compiled = stage4_fx.compile(breaks_in_a_try_block)
+    compiled(torch.randn(4))
+    stage4_fx.reset()
+    assert skip_marks(breaks_in_a_try_block.__code__) == []
+    compiled(torch.randn(4))
+    assert asked.count(breaks_in_a_try_block.__code__) == 2  # asked again after the reset
+
+
+def test_a_library_function_compiled_by_name_is_not_hidden_by_an_earlier_mark():
+    model = torch.nn.Sequential(torch.nn.Linear(8, 4))
+
+    def outer(x):
+        try:
+            print("eager")  # runs eagerly for good: the frames it calls are met one by one
+            return model(x)
+        except ValueError:
+            return x
+
+    compile_with = stage4_fx.compile(backend="eager")  # one compile(), two functions
+    compile_with(outer)(X)
+    forward = torch.nn.Sequential.forward.__code__
+    assert skip_marks(forward)  # torch's own code, met on its own: marked
+    compiled = compile_with(model)  # now one of this compile()'s entries: the mark goes
+    assert skip_marks(forward) == []
+    assert_same_as_eager(compiled, model, X)
+    assert compiled.options.caches[forward].entries
+
+
+# --- module guards: cheap, and still right -----------------------------------------------------
+
+
+def compiled_once(model):
+    compiled = stage4_fx.compile(model)
+    assert_same_as_eager(compiled, model, X)
+    return compiled
+
+
+def test_the_guards_read_parameters_where_nn_module_keeps_them():
+    compiled = compiled_once(TwoLinear())
+    (cache,) = [c for c in compiled.options.caches.values() if c.entries]
+    source = str(cache.entries[0].guards)
+    weight = "L_self_modules_fc1_parameters_weight = L_self_modules_fc1_parameters['weight']"
+    assert weight in source
+    assert "__getattr__" not in source and ".fc1" not in source
+
+
+def test_a_parameter_replaced_by_one_of_the_same_shape_is_read_without_recompiling():
+    model = TwoLinear()
+    compiled = compiled_once(model)
+    model.fc1.weight = torch.nn.Parameter(torch.randn(16, 8))
+    assert_same_as_eager(compiled, model, X)
+    assert counters.recompiles == 0
+
+
+CHANGES = {
+    "parameter": lambda m: setattr(m.fc2, "bias", torch.nn.Parameter(torch.randn(1))),
+    "data": lambda m: setattr(m.fc2.bias, "data", torch.randn(1)),  # same object, new shape
+    "requires_grad": lambda m: m.fc2.bias.requires_grad_(False),  # same object
+    "dtype": lambda m: m.double(),  # the same parameters, their data replaced
+    "submodule": lambda m: setattr(m, "fc2", torch.nn.Linear(16, 4)),
+    "class": lambda m: setattr(m, "scaled", torch.nn.Identity()),
+    "training": lambda m: m.scaled.eval(),  # in a submodule
+    "hook": lambda m: m.fc1.register_forward_hook(lambda mod, args, out: out * 10),
+    "buffer": lambda m: m.register_buffer("shift", torch.zeros(1, 4)),
+    "shadowed": lambda m: m.__dict__.__setitem__("fc2", torch.nn.Linear(16, 4)),  # no __setattr__
+}
+
+
+@pytest.mark.parametrize("change", CHANGES)
+def test_a_change_to_the_module_recompiles_or_gives_eagers_answer(change):
+    model = TwoLinear()
+    compiled = compiled_once(model)
+    CHANGES[change](model)
+    x = X.double() if change == "dtype" else X
+    model(x)  # eager runs (the change is one a user may make)
+    assert_same_as_eager(compiled, model, x)
+    assert counters.recompiles == 1
