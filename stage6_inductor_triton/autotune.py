@@ -7,8 +7,8 @@ each configuration is a separate compilation of the same source. On its first ca
 (`triton.testing.do_bench`), keeps the fastest, and writes it to the cache directory
 (`$MINIDYNAMO_CACHE_DIR/triton/autotune/<hash>.json`), keyed by the kernel's source,
 the configurations, the GPU and Triton's version: later calls and later processes
-launch it straight away. Re-running a kernel while timing it is harmless: a kernel
-never reads a buffer it writes (the wrapper only reuses buffers that are dead).
+launch it straight away. Timing runs each kernel many times, so it runs on copies of
+the buffers the kernel writes: a kernel that writes a graph input in place reads it too.
 """
 
 import dataclasses
@@ -60,12 +60,14 @@ def grid(xnumel: int):
     return lambda meta: (triton.cdiv(xnumel, meta["XBLOCK"]),)
 
 
-def configs_for(shape: KernelShape) -> list[Config]:
+def configs_for(shape: KernelShape, has_looped: bool = False) -> list[Config]:
     """The configurations to try, the usual best first (the one used when nothing is timed).
 
     (elements per program, warps): a warp is 32 threads, and 8-32 elements per thread
     keep enough loads in flight to saturate memory without running out of registers.
-    A persistent kernel also gets looped configurations, for its `_looped` variant.
+    A persistent kernel also gets looped configurations when it has a `_looped` variant
+    (`has_looped`): launched with an RBLOCK shorter than its row, the persistent kernel
+    itself would read and write only the row's first RBLOCK elements.
     """
     xcap = triton_next_power_of_2(shape.xnumel)
     if shape.rnumel is None:
@@ -78,7 +80,7 @@ def configs_for(shape: KernelShape) -> list[Config]:
         if shape.persistent:
             sizes = ((4096, 8), (8192, 16), (8192, 32), (16384, 16), (2048, 4))
             persistent = [(max(n // rcap, 1), rcap, w, False) for n, w in sizes]
-            wanted = persistent + [c for c in wanted if c[1] < rcap]
+            wanted = persistent + [c for c in wanted if c[1] < rcap and has_looped]
     configs = []
     for xblock, rblock, warps, use_looped in wanted:
         xblock = min(xblock, xcap)
@@ -92,9 +94,10 @@ def configs_for(shape: KernelShape) -> list[Config]:
 class KernelLauncher:
     """`kernel.run(*args, grid=grid(xnumel))` in the wrapper: picks a configuration, launches."""
 
-    def __init__(self, name: str, fns, source: str, configs: list[Config], device: str):
-        """`fns[looped]`: the kernel (and its `_looped` variant); `device`: the GPU's name."""
-        self.name, self.fns, self.configs = name, fns, configs
+    def __init__(self, name, fns, source, configs: list[Config], device: str, written=()):
+        """`fns[looped]`: the kernel (and its `_looped` variant); `device`: the GPU's name;
+        `written`: the positions of the arguments the kernel stores into."""
+        self.name, self.fns, self.configs, self.written = name, fns, configs, written
         self.interpreted = device == "interpreter"
         text = "\n".join([source, repr(configs), device, triton.__version__])
         self.key = hashlib.sha256(text.encode()).hexdigest()[:32]
@@ -145,11 +148,14 @@ class KernelLauncher:
             stats["from_disk"] += 1
             BEST[self.key] = remembered
             return remembered
+        # Timing runs the kernel a hundred times: on copies of what it writes, since a kernel
+        # that writes a graph input in place (functionalize.WriteBack) also reads it.
+        copies = [a.clone() if i in self.written else a for i, a in enumerate(args)]
         timings = {}
         for config in self.configs:
             try:
                 timings[config] = triton.testing.do_bench(
-                    lambda config=config: self.launch(config, args, grid), warmup=10, rep=100
+                    lambda config=config: self.launch(config, copies, grid), warmup=10, rep=100
                 )
             except (OutOfResources, PTXASError) as error:  # too big for this GPU: not a candidate
                 log.info("autotune %s: %s does not fit: %s", self.name, config, error)

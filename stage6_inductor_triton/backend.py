@@ -75,9 +75,9 @@ class TritonKernels:
         for name, pair in self.variants.items():
             fns = {False: getattr(module, pair[0].name), True: getattr(module, pair[-1].name)}
             text = "\n".join(w.source for w in pair)
-            launchers[name] = KernelLauncher(
-                name, fns, text, configs_for(pair[0].shape), device_name
-            )
+            written = [i for i, mode in enumerate(pair[0].args.values()) if mode == "out"]
+            configs = configs_for(pair[0].shape, has_looped=len(pair) > 1)
+            launchers[name] = KernelLauncher(name, fns, text, configs, device_name, written)
         return launchers, source_path(source)[0]
 
 

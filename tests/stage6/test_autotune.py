@@ -14,12 +14,70 @@ from tests.stage5.helpers import kernel_logs
 def test_configurations_fit_the_kernel():
     assert configs_for(KernelShape(2**26, None, False))[0] == Config(1024, None, 4)
     assert {c.XBLOCK for c in configs_for(KernelShape(10, None, False))} == {16}
-    both = configs_for(KernelShape(8192, 8192, True))
+    both = configs_for(KernelShape(8192, 8192, True), has_looped=True)
     assert all(c.RBLOCK == 8192 and c.XBLOCK <= 2 for c in both if not c.looped)
     assert all(c.RBLOCK < 8192 for c in both if c.looped) and not both[0].looped
     assert all(c.RBLOCK == 128 for c in configs_for(KernelShape(1000, 100, True)))
     looped = configs_for(KernelShape(4, 10**6, False))  # the kernel itself loops
     assert all(c.RBLOCK < 10**6 and c.XBLOCK <= 4 and not c.looped for c in looped)
+
+
+def test_a_persistent_kernel_without_a_looped_variant_gets_whole_rows():
+    """Launched with RBLOCK=512, the persistent kernel of a 768-long row normalized half of
+    each row (BERT-base's layer norm on the GPU, which the tuner found fastest)."""
+    configs = configs_for(KernelShape(8192, 768, True))
+    assert configs and all(c.RBLOCK >= 768 and not c.looped for c in configs)
+
+
+def test_every_configuration_gives_eagers_answer():
+    """The interpreter runs only the first configuration; here every one the tuner may
+    pick runs: a row that fits (768), and one with a looped variant too (2000)."""
+    import torch
+    import torch.fx
+    import torch.nn.functional as F
+
+    import stage6_inductor_triton
+
+    def layer_norm(x, w, b):
+        return F.layer_norm(x, (x.shape[-1],), w, b)
+
+    for n in (768, 2000):
+        args = [torch.randn(8, n), torch.randn(n), torch.randn(n)]
+        compiled = stage6_inductor_triton.compile_fx(torch.fx.symbolic_trace(layer_norm), args)
+        expected = layer_norm(*args)
+        (name,) = compiled.last.kernel_names
+        launcher = compiled.last.call.__globals__[name]
+        assert any(c.looped for c in launcher.configs) == (n > 1024)
+        for config in launcher.configs:
+            launcher.config = config
+            torch.testing.assert_close(
+                compiled(*args), expected, msg=lambda m, c=config: f"{c}: {m}"
+            )
+
+
+def test_timing_runs_on_copies_of_what_the_kernel_writes(fake_timer):
+    """A write-back kernel reads and writes a graph input: a hundred timed runs on the input
+    itself would add one a hundred times (`a.add_(1)` gave 4333 on the GPU)."""
+    import torch
+
+    kernel, calls = fake_timer
+    seen = []
+
+    class Recording(FakeKernel):
+        def __getitem__(self, grid):
+            def launch(*args, **meta):
+                seen.append(args)
+                kernel.launches.append((grid, meta))
+
+            return launch
+
+    written, read = torch.zeros(4), torch.ones(4)
+    configs = [*configs_for(KernelShape(4, None, False)), Config(2048, None, 4)]
+    launcher = KernelLauncher("k", {False: Recording()}, "src", configs, "GPU", written=(0,))
+    launcher.run(written, read, grid=grid(4))
+    timed, real = seen[:-1], seen[-1]
+    assert calls and all(args[0] is not written and args[1] is read for args in timed)
+    assert real[0] is written
 
 
 def test_grid_has_one_program_per_block():
