@@ -71,6 +71,8 @@ def max_pool2d(
     """NaN wins, as in torch's kernel (`val > max || isnan(val)`): our max reductions agree."""
     if return_indices or x.dtype == torch.bool:
         raise Fallback("max_pool2d with indices, or of bools: torch")
+    if not x.dtype.is_floating_point and graph.device.type == "cuda":  # CUDA's torch refuses
+        raise Fallback("max_pool2d of integers on CUDA: torch, which raises eager's error")
     ranges = _output_ranges(F.max_pool2d, x, kernel_size, stride, padding, dilation, ceil_mode)
     kernel, stride, padding, dilation = _arguments(kernel_size, stride, padding, dilation)
     acc = upcast(x.dtype)

@@ -219,6 +219,11 @@ def _whole(differs):
 # ----------------------------------------------------------------------------- the ops
 
 
+def reversed_positions(x):
+    """Positions n-1 .. 0 along the first dim, on x's device (a CPU index would be refused)."""
+    return torch.arange(x.shape[0] - 1, -1, -1, device=x.device)
+
+
 # sqrt is not exact: torch's float32 sqrt of 3e38 is one ulp above IEEE's (and ours).
 UNARY = {
     name: Op(getattr(torch, name), exact)
@@ -276,17 +281,15 @@ UNARY.update(
     repeat=Op(lambda x: x.repeat(2), exact=True),
     cat=Op(lambda x: torch.cat([x, x.flip(0), x[:3]]), exact=True),
     stack=Op(lambda x: torch.stack([x, -x], 1), exact=True),
-    index_select=Op(lambda x: x.index_select(0, torch.arange(x.shape[0]).flip(0)), exact=True),
-    gather=Op(lambda x: x.gather(0, torch.arange(x.shape[0]).flip(0)), exact=True),
-    index=Op(lambda x: x[torch.arange(x.shape[0] - 1, -1, -2)], exact=True),
-    embedding=Op(
-        lambda x: F.embedding(torch.arange(x.shape[0]).flip(0), x[:, None])[:, 0], exact=True
-    ),
+    index_select=Op(lambda x: x.index_select(0, reversed_positions(x)), exact=True),
+    gather=Op(lambda x: x.gather(0, reversed_positions(x)), exact=True),
+    index=Op(lambda x: x[reversed_positions(x)[::2]], exact=True),
+    embedding=Op(lambda x: F.embedding(reversed_positions(x), x[:, None])[:, 0], exact=True),
     factories=Op(
-        lambda x: torch.zeros_like(x) + torch.ones(x.shape) * torch.full((1,), 2.0) + x,
+        lambda x: torch.zeros_like(x) + x.new_ones(x.shape) * x.new_full((1,), 2.0) + x,
         exact=True,
     ),
-    arange=Op(lambda x: x * torch.arange(x.shape[0], dtype=x.dtype), exact=True),
+    arange=Op(lambda x: x * torch.arange(x.shape[0], dtype=x.dtype, device=x.device), exact=True),
 )
 
 BINARY = {
@@ -357,9 +360,7 @@ REDUCTIONS = {
     # Running statistics of ordinary values: where they are huge or infinite, eager's terms
     # depend on its path (in double for some layouts, in float for others).
     "batch_norm": Op(
-        lambda x: F.batch_norm(
-            x, *[s.to(x.dtype) for s in (STATS - 2, STATS + 0.5, STATS, -STATS)]
-        ),
+        lambda x: F.batch_norm(x, *[s.to(x) for s in (STATS - 2, STATS + 0.5, STATS, -STATS)]),
         signed_zeros=False,
     ),
     "max_pool": Op(

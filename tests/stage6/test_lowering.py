@@ -145,4 +145,12 @@ def test_positions_out_of_range_raise_as_in_eager(name, device):
 @pytest.mark.parametrize("name", DTYPES)
 def test_dtypes(name, device):
     fn, args = DTYPES[name]
-    check_lowered(fn, *args, device=device, externs=("check_indices",))
+    if name == "uint8_pool" and device == "cuda":  # CUDA's max_pool2d refuses integers
+        assert_same_as_eager(compile_traced(fn), fn, *on(device, args))
+        return
+    close = {}
+    if name == "half_cumsum" and device == "cuda":
+        # CUDA's scan adds the float16 row in another order (and precision) than the CPU's
+        # float32 loop and ours: a few float16 ulps apart, as any reordered sum may be
+        close = {"atol": 4e-3, "rtol": 4e-3}
+    check_lowered(fn, *args, device=device, externs=("check_indices",), **close)
