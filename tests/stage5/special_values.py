@@ -319,7 +319,15 @@ BINARY.update(
 )
 
 _sum = order_dependent_sum
-STATS = torch.arange(COLUMNS, dtype=torch.float64) / 3  # a channel's statistics: ordinary values
+
+
+def normalized_by_batch_norm(x):
+    """A channel's statistics of ordinary values, made in the graph on x's device (a tensor
+    made while tracing would be a constant on the CPU, which CUDA kernels cannot read)."""
+    stats = torch.arange(COLUMNS, dtype=x.dtype, device=x.device) / 3
+    return F.batch_norm(x, stats - 2, stats + 0.5, stats, -stats)
+
+
 _amax = rows_with_zeros_of_both_signs(lambda rows: rows.amax(-1))
 _amin = rows_with_zeros_of_both_signs(lambda rows: rows.amin(-1))
 REDUCTIONS = {
@@ -360,7 +368,7 @@ REDUCTIONS = {
     # Running statistics of ordinary values: where they are huge or infinite, eager's terms
     # depend on its path (in double for some layouts, in float for others).
     "batch_norm": Op(
-        lambda x: F.batch_norm(x, *[s.to(x) for s in (STATS - 2, STATS + 0.5, STATS, -STATS)]),
+        normalized_by_batch_norm,
         signed_zeros=False,
     ),
     "max_pool": Op(
