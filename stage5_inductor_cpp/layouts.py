@@ -92,12 +92,15 @@ def land_view_bases(graph, node: torch.fx.Node, env: dict):
         base, value, want = meta.values[arg], env[arg], meta.snapshots.get(arg)
         if (
             is_tensor(value)
-            and not of_an_input(value)
             and isinstance(base, torch.Tensor)
             and storage_id(base) == storage_id(result)
             and eager_stride(value, want) is not None
         ):
-            env[arg] = land(graph, value, want)
+            # An input stands for new memory where our lowering is the identity and eager's
+            # op copies (`floor` of an integer tensor): the view's base is landed as a copy.
+            copy = of_an_input(value) and storage_id(base) not in meta.input_storages
+            if copy or not of_an_input(value):
+                env[arg] = land(graph, value, want, copy=copy)
 
 
 def land_outputs(graph, node: torch.fx.Node, env: dict):
