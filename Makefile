@@ -12,7 +12,7 @@ CPUS := $(shell nproc 2>/dev/null || echo 2)
 
 .PHONY: demo test lint format layering pytest docs docs-serve docs-check bench clean
 
-$(STAMP): pyproject.toml setup.py stage1_eval_frame/_eval_frame.c constraints.txt
+$(STAMP): pyproject.toml setup.py $(wildcard stage1_eval_frame/*.c stage1_eval_frame/*.h) constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet torch==2.13.0 triton==3.6.0
 	$(PY) -m pip install --quiet -c constraints.txt -e '.[test,docs,triton]'

@@ -23,21 +23,10 @@ import torch
 
 import stage4_fx
 from benchmarks import report
-from benchmarks.zoo import ZOO
+from benchmarks.zoo import ZOO, tensors_of
 
 MODELS = ("resnet18", "bert", "gpt2", "nanogpt_block")
 TARGETS = {"cpu": 1.10, "cuda": 1.25}
-
-
-def tensors_of(value) -> list[torch.Tensor]:
-    """The tensors of a model's output: tuples, dicts, ModelOutputs."""
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if isinstance(value, dict):
-        value = list(value.values())
-    if isinstance(value, (list, tuple)):
-        return [t for v in value for t in tensors_of(v)]
-    return []
 
 
 def per_call_s(fn, args, device, calls: int) -> float:

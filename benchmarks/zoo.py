@@ -19,6 +19,22 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+
+def tensors_of(value, depth=0) -> list:
+    """Every tensor in an output: tuples, dicts, ModelOutputs and caches (their attributes)."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if depth > 4 or value is None or isinstance(value, (int, float, str, bool)):
+        return []
+    if isinstance(value, dict):
+        items = list(value.values())
+    elif isinstance(value, (list, tuple)):
+        items = list(value)
+    else:
+        items = list(getattr(value, "__dict__", {}).values())
+    return [t for item in items for t in tensors_of(item, depth + 1)]
+
+
 SIZES = {  # width, depth, batch, sequence length (or image side)
     "tiny": (32, 2, 2, 16),
     "small": (256, 4, 8, 128),

@@ -15,7 +15,7 @@
  *   a callable   -> call it with the frame's argument slots instead, and
  *                   return its result (or exception) as the call's;
  *   SKIP         -> run the frame as usual, and never ask this callback about
- *                   this code object again (see "Skip marks" below).
+ *                   this code object again (skip_marks.c remembers).
  *
  * A reader who knows C but not CPython's internals needs three facts:
  *   1. `_PyInterpreterFrame` (internal/pycore_frame.h, read through
@@ -38,6 +38,8 @@
 #include <Python.h>
 #include <structmember.h> /* T_OBJECT, READONLY */
 
+#include "skip_marks.h" /* SKIP answers, remembered per code object */
+
 #if PY_VERSION_HEX < 0x030b0000 || PY_VERSION_HEX >= 0x030d0000
 #error "minidynamo's frame evaluator supports CPython 3.11 and 3.12 only"
 #endif
@@ -48,10 +50,6 @@
 
 #if PY_VERSION_HEX >= 0x030c0000
 #define FRAME_FUNCTION(frame) ((frame)->f_funcobj)
-/* 3.12 renamed the PEP 523 "code extra" functions; the old names warn. */
-#define _PyEval_RequestCodeExtraIndex PyUnstable_Eval_RequestCodeExtraIndex
-#define _PyCode_GetExtra PyUnstable_Code_GetExtra
-#define _PyCode_SetExtra PyUnstable_Code_SetExtra
 #else
 #define FRAME_FUNCTION(frame) ((PyObject *)(frame)->f_func)
 #endif
@@ -92,30 +90,8 @@ static int warned_too_deep = 0;
 static Py_ssize_t skip_index = -1;
 #define SKIP_MARK ((void *)1)
 
-/* ---- Skip marks -----------------------------------------------------------
- * A callback that answers SKIP for a frame is not asked again about its code
- * object: later frames of that code run as usual without leaving C, so a frame
- * that will never be compiled (torch's own code, a function with nothing to
- * compile, one that cannot be captured) costs nothing after its first call.
- * torch does the same with the SKIP_CODE marker it keeps in the code's extra
- * slot (torch/csrc/dynamo/extra_state.cpp).
- *
- * torch's marker holds for every callback; ours names the callback that asked
- * for it. Two compile() calls with different options have different callbacks,
- * and "nothing to compile here" for one (run eagerly, say) must not hide the
- * frame from the other (which may have fullgraph=True, or compile that very
- * function). So the mark is a list of *weak* references to the callbacks that
- * skip the code, kept in a second extra slot: weak, so that a code object of
- * torch, which lives as long as the process, does not keep a compile()'s
- * callback (and its caches and graphs) alive; and a dead callback's reference
- * reads None, so a new callback that happens to get its address is not taken
- * for it. `marked_codes` lists (weakly) every code that has a list of marks,
- * so that clear_skip_marks() can find them: when the callbacks' caches are
- * reset, their marks must go too. */
-static Py_ssize_t marks_index = -1;
-static PyObject *marked_codes = NULL; /* list of weak references to code objects */
-static Py_ssize_t marked_codes_pruned = 0; /* its length after the last pruning */
-static PyObject *skip_answer = NULL;       /* the SKIP object callbacks return */
+/* The SKIP object callbacks return; the marks it leaves are in skip_marks.c. */
+static PyObject *skip_answer = NULL;
 
 /* The exception we raise into a frame to make CPython 3.12 unwind it. */
 static PyObject *unwind_marker = NULL;
@@ -328,114 +304,6 @@ is_hookable(_PyInterpreterFrame *frame, int throwflag)
     return extra != SKIP_MARK;
 }
 
-/* ---- Skip marks: reading, setting, clearing ------------------------------ */
-
-/* The marks of a code object (a borrowed list), or NULL if it has none. */
-static PyObject *
-marks_of(PyObject *code)
-{
-    void *extra = NULL;
-    if (_PyCode_GetExtra(code, marks_index, &extra) < 0) {
-        PyErr_Clear(); /* cannot happen for a code object and a valid index */
-        return NULL;
-    }
-    return (PyObject *)extra;
-}
-
-/* Does `callback` skip this code? The hot path for every hooked frame. */
-static int
-is_skipped_by(PyCodeObject *code, PyObject *callback)
-{
-    PyObject *marks = marks_of((PyObject *)code);
-    if (marks == NULL) {
-        return 0;
-    }
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(marks); i++) {
-        if (PyWeakref_GET_OBJECT(PyList_GET_ITEM(marks, i)) == callback) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* Drop the references to dead objects from a list of weak references. */
-static int
-drop_dead_references(PyObject *refs)
-{
-    Py_ssize_t kept = 0;
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(refs); i++) {
-        PyObject *ref = PyList_GET_ITEM(refs, i);
-        if (PyWeakref_GET_OBJECT(ref) != Py_None) {
-            Py_INCREF(ref);
-            PyList_SetItem(refs, kept++, ref); /* drops the reference it replaces */
-        }
-    }
-    return PyList_SetSlice(refs, kept, PyList_GET_SIZE(refs), NULL);
-}
-
-/* Remember that this code has a list of marks, for clear_skip_marks(). Codes
- * that died are pruned whenever the list has doubled since the last pruning. */
-static int
-remember_marked(PyObject *code)
-{
-    PyObject *ref = PyWeakref_NewRef(code, NULL);
-    if (ref == NULL) {
-        return -1;
-    }
-    int failed = PyList_Append(marked_codes, ref);
-    Py_DECREF(ref);
-    if (!failed && PyList_GET_SIZE(marked_codes) >= 2 * marked_codes_pruned + 64) {
-        failed = drop_dead_references(marked_codes);
-        marked_codes_pruned = PyList_GET_SIZE(marked_codes);
-    }
-    return failed;
-}
-
-/* Mark `code` as skipped by `callback`. A callback that cannot be weakly
- * referenced (an instance of a class with __slots__ and no __weakref__) is not
- * marked: it is asked again at each frame of the code, which is slower, not wrong. */
-static int
-skip_for(PyObject *code, PyObject *callback)
-{
-    PyObject *ref = PyWeakref_NewRef(callback, NULL);
-    if (ref == NULL) {
-        if (!PyErr_ExceptionMatches(PyExc_TypeError)) {
-            return -1;
-        }
-        PyErr_Clear(); /* "cannot create weak reference to ... object": no mark */
-        return 0;
-    }
-    PyObject *marks = marks_of(code);
-    if (marks == NULL) { /* the list lives as long as the code: free_marks() drops it */
-        marks = PyList_New(0);
-        if (marks == NULL || _PyCode_SetExtra(code, marks_index, marks) < 0) {
-            Py_XDECREF(marks);
-            Py_DECREF(ref);
-            return -1;
-        }
-        if (remember_marked(code) < 0) {
-            Py_DECREF(ref);
-            return -1;
-        }
-    }
-    /* Dead callbacks' references go, so that the list stays as short as the
-     * number of live callbacks that skip this code. Two threads may both have
-     * asked the callback before either marked the code: mark it once. */
-    int failed = drop_dead_references(marks);
-    if (!failed && !is_skipped_by((PyCodeObject *)code, callback)) {
-        failed = PyList_Append(marks, ref);
-    }
-    Py_DECREF(ref);
-    return failed;
-}
-
-/* CPython calls this when a code object with marks is freed. */
-static void
-free_marks(void *marks)
-{
-    Py_XDECREF((PyObject *)marks);
-}
-
 /* ---- The evaluator ------------------------------------------------------ */
 static void update_installed_evaluator(void);
 
@@ -637,15 +505,22 @@ get_eval_frame(PyObject *Py_UNUSED(module), PyObject *Py_UNUSED(ignored))
     return Py_NewRef(thread_callback != NULL ? thread_callback : Py_None);
 }
 
+/* 0 if `code` is a code object, else -1 with a TypeError naming the function. */
+static int
+check_code(PyObject *code, const char *function)
+{
+    if (PyCode_Check(code)) {
+        return 0;
+    }
+    PyErr_Format(PyExc_TypeError, "%s() takes a code object, not %.100s", function,
+                 Py_TYPE(code)->tp_name);
+    return -1;
+}
+
 static PyObject *
 skip_code(PyObject *Py_UNUSED(module), PyObject *code)
 {
-    if (!PyCode_Check(code)) {
-        PyErr_Format(PyExc_TypeError, "skip_code() takes a code object, not %.100s",
-                     Py_TYPE(code)->tp_name);
-        return NULL;
-    }
-    if (_PyCode_SetExtra(code, skip_index, SKIP_MARK) < 0) {
+    if (check_code(code, "skip_code") < 0 || _PyCode_SetExtra(code, skip_index, SKIP_MARK) < 0) {
         return NULL;
     }
     Py_RETURN_NONE;
@@ -656,32 +531,15 @@ skip_code(PyObject *Py_UNUSED(module), PyObject *code)
 static PyObject *
 clear_skip_marks(PyObject *Py_UNUSED(module), PyObject *args)
 {
-    PyObject *code = NULL;
+    PyObject *code = Py_None;
     if (!PyArg_ParseTuple(args, "|O:clear_skip_marks", &code)) {
         return NULL;
     }
-    if (code != NULL && code != Py_None) {
-        if (!PyCode_Check(code)) {
-            PyErr_Format(PyExc_TypeError, "clear_skip_marks() takes a code object, not %.100s",
-                         Py_TYPE(code)->tp_name);
-            return NULL;
-        }
-        PyObject *marks = marks_of(code);
-        if (marks != NULL && PyList_SetSlice(marks, 0, PyList_GET_SIZE(marks), NULL) < 0) {
-            return NULL;
-        }
-        Py_RETURN_NONE;
-    }
-    /* Each code's list is emptied, not taken away: it stays in `marked_codes`. */
-    if (drop_dead_references(marked_codes) < 0) {
+    if (code != Py_None && check_code(code, "clear_skip_marks") < 0) {
         return NULL;
     }
-    marked_codes_pruned = PyList_GET_SIZE(marked_codes);
-    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(marked_codes); i++) {
-        PyObject *marks = marks_of(PyWeakref_GET_OBJECT(PyList_GET_ITEM(marked_codes, i)));
-        if (marks != NULL && PyList_SetSlice(marks, 0, PyList_GET_SIZE(marks), NULL) < 0) {
-            return NULL;
-        }
+    if (clear_marks(code == Py_None ? NULL : code) < 0) {
+        return NULL;
     }
     Py_RETURN_NONE;
 }
@@ -690,20 +548,7 @@ clear_skip_marks(PyObject *Py_UNUSED(module), PyObject *args)
 static PyObject *
 skip_marks(PyObject *Py_UNUSED(module), PyObject *code)
 {
-    if (!PyCode_Check(code)) {
-        PyErr_Format(PyExc_TypeError, "skip_marks() takes a code object, not %.100s",
-                     Py_TYPE(code)->tp_name);
-        return NULL;
-    }
-    PyObject *callbacks = PyList_New(0);
-    PyObject *marks = marks_of(code);
-    for (Py_ssize_t i = 0; callbacks != NULL && marks != NULL && i < PyList_GET_SIZE(marks); i++) {
-        PyObject *callback = PyWeakref_GET_OBJECT(PyList_GET_ITEM(marks, i));
-        if (callback != Py_None && PyList_Append(callbacks, callback) < 0) {
-            Py_CLEAR(callbacks);
-        }
-    }
-    return callbacks;
+    return check_code(code, "skip_marks") < 0 ? NULL : skipping_callbacks(code);
 }
 
 /* call_unhooked(fn, *args, **kwargs): run fn with the hook paused in this
@@ -762,13 +607,11 @@ PyInit__eval_frame(void)
         return NULL;
     }
     skip_index = _PyEval_RequestCodeExtraIndex(NULL);
-    marks_index = _PyEval_RequestCodeExtraIndex(free_marks);
-    if (skip_index < 0 || marks_index < 0) {
+    if (skip_index < 0 || skip_marks_init() < 0) {
         return NULL;
     }
-    marked_codes = PyList_New(0);
     skip_answer = PyObject_New(PyObject, &SkipType);
-    if (marked_codes == NULL || skip_answer == NULL) {
+    if (skip_answer == NULL) {
         return NULL;
     }
     unwind_marker = PyObject_CallFunction(PyExc_SystemError, "s",

@@ -72,42 +72,26 @@ class SideEffects:
         a value that the trace read from an attribute another change deletes or replaces
         (`b.x = a.x; del a.x`, as transformers' `get_text_config` renames keys) must be
         read before that change, as the trace read it."""
-        writes = []
+
+        def constant(value):
+            return lambda: cg.load_const(value)
+
+        writes = []  # (setter, pushers of its arguments): `cg.stash()` pushes a temporary
         for container in self.containers.values():
-            writes.append(
-                (replace_contents, [_loaded(cg, container.source), _built(cg, container)])
-            )
+            cg.load_source(container.source)
+            target = cg.stash()
+            container.build(cg)
+            writes.append((replace_contents, [target, cg.stash()]))
         for store in self.stores.values():
-            arguments = [_kept(cg, store.obj), _constant(cg, store.name)]
-            if store.value is DELETED:
-                setter = delete_attribute
-            else:
-                setter, arguments = assign_attribute, [*arguments, _kept(cg, store.value)]
-            writes.append((setter, [*arguments, _constant(cg, store.generic)]))
+            cg.reconstruct(store.obj)
+            setter, arguments = delete_attribute, [cg.stash(), constant(store.name)]
+            if store.value is not DELETED:
+                cg.reconstruct(store.value)
+                setter, arguments = assign_attribute, [*arguments, cg.stash()]
+            writes.append((setter, [*arguments, constant(store.generic)]))
         for setter, pushers in writes:
             cg.call_callable(setter, *pushers)
             cg.pop_top()
-
-
-def _kept(cg, var):
-    """Push `var` now into a temporary; return what pushes it again later."""
-    cg.reconstruct(var)
-    return cg.stash()
-
-
-def _built(cg, container):
-    """Build `container`'s new contents now into a temporary; return what pushes them."""
-    container.build(cg)
-    return cg.stash()
-
-
-def _loaded(cg, source):
-    cg.load_source(source)
-    return cg.stash()
-
-
-def _constant(cg, value):
-    return lambda: cg.load_const(value)
 
 
 # What the new bytecode calls to apply the changes: ordinary functions, so that a reader

@@ -128,14 +128,14 @@ class FrameCache:
         """The hot path: the replacement for this call, None to run the frame as it is this
         time, or SKIP to run it as it is from now on (the hook stops asking about this code)."""
         counters.frames += 1
-        if self.runs_as_it_is():  # a frame the hook could not mark: asked again
-            counters.eager += self.eager_reason is not None
-            return SKIP
         L, G, F = frame.arguments, frame.globals, frame.function
-        entry = self.find(L, G, F)
+        entry = self.find(L, G, F)  # first: a hit pays for no other check
         if entry is not None:
             counters.cache_hits += 1
             return entry.replacement_for(G, F)
+        if self.runs_as_it_is():  # a frame the hook could not mark: asked again
+            counters.eager += self.eager_reason is not None
+            return SKIP
         if self.eager_reason is not None:
             counters.eager += 1
             return None

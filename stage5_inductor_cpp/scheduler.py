@@ -192,6 +192,17 @@ def step_reads(step) -> set[str]:
     return set().union(*[node.reads() for node in step.nodes])
 
 
+def other_element(name, index, writer: SchedulerNode, reader: SchedulerNode, n: int):
+    """Why `reader`, loading `name` at `index`, would see an element that `writer` stores in
+    another iteration of the kernel (or over other inner ranges), or None."""
+    if index != writer.store_index(n):
+        return f"reads {name} at {index}, which another iteration writes"
+    uses_inner = any(v.startswith("r") for v in index.variables())
+    if uses_inner and writer.inner_ranges(n) != reader.inner_ranges(n):
+        return f"reads {name} over different inner ranges"
+    return None
+
+
 def numel(ranges) -> int:
     return math.prod(ranges)
 
@@ -253,32 +264,13 @@ class Scheduler:
         n = len(outer)
         producers = {p.name: p for p in step.nodes}
         for name, index in node.loads(n):
-            if name not in producers:
-                continue
-            producer = producers[name]
-            if index != producer.store_index(n):
-                return f"reads {name} at {index}, which another iteration writes"
-            uses_inner = any(v.startswith("r") for v in index.variables())
-            if uses_inner and producer.inner_ranges(n) != node.inner_ranges(n):
-                return f"reads {name} over different inner ranges"
-        if isinstance(node.buffer, WriteBack):
-            return self.refuse_write_back(step, node, n)
-        return None
-
-    @staticmethod
-    def refuse_write_back(step: FusedKernel, node: SchedulerNode, n: int) -> str | None:
-        """Why the kernel cannot store into the input `node` writes: a read of another element
-        of it, which another iteration (or a later loop) would find overwritten."""
-        store = node.store_index(n)
-        for reader in step.nodes:
-            for name, index in reader.loads(n):
-                if name != node.name:
-                    continue
-                if index != store:
-                    return f"{reader.name} reads {name} at {index}, written back at {store}"
-                uses_inner = any(v.startswith("r") for v in index.variables())
-                if uses_inner and reader.inner_ranges(n) != node.inner_ranges(n):
-                    return f"{reader.name} reads {name} over other inner ranges"
+            if name in producers and (why := other_element(name, index, producers[name], node, n)):
+                return why
+        if isinstance(node.buffer, WriteBack):  # every read of the input's old value there
+            for reader in step.nodes:  # must be of the element the write-back stores
+                for name, index in reader.loads(n):
+                    if name == node.name and (why := other_element(name, index, node, reader, n)):
+                        return f"{reader.name} {why}, which the write-back overwrites"
         return None
 
     @staticmethod

@@ -10,25 +10,10 @@ import torch
 
 import stage3_guards
 import stage4_fx
-from benchmarks.zoo import ZOO
+from benchmarks.zoo import ZOO, tensors_of
 from stage5_inductor_cpp import compile_fx
 
 BACKENDS = {"eager": "eager", "inductor": compile_fx}
-
-
-def tensors_of(value, depth=0) -> list:
-    """Every tensor in an output: tuples, dicts, ModelOutputs and caches (their attributes)."""
-    if isinstance(value, torch.Tensor):
-        return [value]
-    if depth > 4 or value is None or isinstance(value, (int, float, str, bool)):
-        return []
-    if isinstance(value, dict):
-        items = list(value.values())
-    elif isinstance(value, (list, tuple)):
-        items = list(value)
-    else:
-        items = list(getattr(value, "__dict__", {}).values())
-    return [t for item in items for t in tensors_of(item, depth + 1)]
 
 
 @pytest.fixture(autouse=True)

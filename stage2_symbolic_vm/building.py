@@ -1,0 +1,88 @@
+"""Building values in the VM: tuples, lists, dicts, sets and strings, as the bytecode does.
+
+These handlers are methods of the InstructionTranslator (vm.py), kept in a file of
+their own because they only assemble Variables the stack already holds: `[a, *b]`,
+`{k: v}`, `{x for x in xs}`, `f"{n:>4}"` are a BUILD_* opcode, or an empty container
+filled one LIST_APPEND / MAP_ADD / SET_ADD at a time by a comprehension.
+"""
+
+from .containers import DictVariable, ListVariable, SetVariable, TupleVariable
+from .errors import ObservedException, Unsupported
+from .objects import UserObjectVariable
+from .variables import ConstantVariable, TensorVariable
+
+
+class Building:
+    """The container- and string-building handlers of InstructionTranslator."""
+
+    def BUILD_TUPLE(self, inst):
+        self.push(TupleVariable(self.popn(inst.arg)))
+
+    def BUILD_LIST(self, inst):
+        self.push(ListVariable(self.popn(inst.arg)))
+
+    def BUILD_MAP(self, inst):
+        flat = self.popn(2 * inst.arg)
+        result = DictVariable({})
+        for key, value in zip(flat[::2], flat[1::2], strict=True):
+            result.setitem(self, key, value)
+        self.push(result)
+
+    def BUILD_SET(self, inst):
+        self.push(SetVariable(self.popn(inst.arg)))
+
+    def SET_ADD(self, inst):
+        item = self.pop()
+        self.stack[-inst.arg].call_method(self, "add", [item], {})
+
+    def SET_UPDATE(self, inst):
+        items = self.pop()
+        self.stack[-inst.arg].call_method(self, "update", [items], {})
+
+    def BUILD_CONST_KEY_MAP(self, inst):
+        keys = self.pop().as_python_constant()
+        self.push(DictVariable(dict(zip(keys, self.popn(inst.arg), strict=True))))
+
+    def BUILD_STRING(self, inst):
+        self.push(ConstantVariable("".join(p.as_python_constant() for p in self.popn(inst.arg))))
+
+    def FORMAT_VALUE(self, inst):
+        spec = self.pop().as_python_constant() if inst.arg & 0x04 else ""
+        value = self.pop()
+        if isinstance(value, TensorVariable):
+            raise Unsupported("item_call", "formatting a tensor into a string reads its data")
+        convert = {0: None, 1: str, 2: repr, 3: ascii}[inst.arg & 0x03]
+        python_value = value.as_python_constant()
+        python_value = convert(python_value) if convert else python_value
+        self.push(ConstantVariable(self.run_python(format, python_value, spec)))
+
+    def LIST_APPEND(self, inst):
+        item = self.pop()
+        self.stack[-inst.arg].items.append(item)
+
+    def LIST_EXTEND(self, inst):
+        items = self.pop().unpack(self)
+        self.stack[-inst.arg].items.extend(items)
+
+    def LIST_TO_TUPLE(self, inst):
+        self.push(TupleVariable(self.pop().items))
+
+    def MAP_ADD(self, inst):
+        value = self.pop()
+        key = self.pop()
+        self.stack[-inst.arg].setitem(self, key, value)
+
+    def DICT_UPDATE(self, inst):
+        update = self.pop()
+        if not isinstance(update, DictVariable):
+            raise Unsupported("unsupported_value", f"`**` of {update}")
+        self.stack[-inst.arg].items.update(update.items)
+
+    def DICT_MERGE(self, inst):
+        update = self.pop()
+        target = self.stack[-inst.arg]
+        if isinstance(update, UserObjectVariable) and update.items_var(self) is not None:
+            update = update.items_var(self)  # `**output` of a dict subclass
+        if not isinstance(update, DictVariable) or set(update.items) & set(target.items):
+            raise ObservedException(TypeError("`**` of a non-dict, or a repeated keyword"))
+        target.items.update(update.items)
