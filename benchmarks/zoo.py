@@ -5,7 +5,7 @@ and the model benchmark times them. Each entry builds a model in eval mode
 and example inputs; `size="tiny"` is for tests, `"small"` for the CPU
 benchmark, `"base"` for the GPU one.
 
-* `resnet18`: ResNet-18 written in plain torch.nn, as torchvision writes it:
+* `resnet18`, `resnet50`: ResNets written in plain torch.nn, as torchvision writes them:
   in-place ReLU, BatchNorm, and `out += identity`.
 * `transformer_encoder_layer`: `nn.TransformerEncoderLayer`.
 * `nanogpt_block`: one block of Karpathy's nanoGPT, with `F.scaled_dot_product_attention`
@@ -71,9 +71,38 @@ class BasicBlock(nn.Module):
         return out
 
 
-class ResNet(nn.Module):
-    def __init__(self, layers=(2, 2, 2, 2), num_classes=1000, width=64):
+class Bottleneck(nn.Module):
+    """ResNet-50's block: 1x1 down, 3x3, 1x1 up (torchvision's, stride on the 3x3)."""
+
+    expansion = 4
+
+    def __init__(self, inplanes, planes, stride=1, downsample=None):
         super().__init__()
+        self.conv1 = nn.Conv2d(inplanes, planes, 1, bias=False)
+        self.bn1 = nn.BatchNorm2d(planes)
+        self.conv2 = nn.Conv2d(planes, planes, 3, stride, 1, bias=False)
+        self.bn2 = nn.BatchNorm2d(planes)
+        self.conv3 = nn.Conv2d(planes, planes * 4, 1, bias=False)
+        self.bn3 = nn.BatchNorm2d(planes * 4)
+        self.relu = nn.ReLU(inplace=True)
+        self.downsample = downsample
+
+    def forward(self, x):
+        identity = x
+        out = self.relu(self.bn1(self.conv1(x)))
+        out = self.relu(self.bn2(self.conv2(out)))
+        out = self.bn3(self.conv3(out))
+        if self.downsample is not None:
+            identity = self.downsample(x)
+        out += identity
+        out = self.relu(out)
+        return out
+
+
+class ResNet(nn.Module):
+    def __init__(self, layers=(2, 2, 2, 2), num_classes=1000, width=64, block=BasicBlock):
+        super().__init__()
+        self.block = block
         self.inplanes = width
         self.conv1 = nn.Conv2d(3, width, 7, 2, 3, bias=False)
         self.bn1 = nn.BatchNorm2d(width)
@@ -84,17 +113,18 @@ class ResNet(nn.Module):
         self.layer3 = self._make_layer(width * 4, layers[2], stride=2)
         self.layer4 = self._make_layer(width * 8, layers[3], stride=2)
         self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
-        self.fc = nn.Linear(width * 8, num_classes)
+        self.fc = nn.Linear(width * 8 * block.expansion, num_classes)
 
     def _make_layer(self, planes, blocks, stride=1):
         downsample = None
-        if stride != 1 or self.inplanes != planes:
+        out = planes * self.block.expansion
+        if stride != 1 or self.inplanes != out:
             downsample = nn.Sequential(
-                nn.Conv2d(self.inplanes, planes, 1, stride, bias=False), nn.BatchNorm2d(planes)
+                nn.Conv2d(self.inplanes, out, 1, stride, bias=False), nn.BatchNorm2d(out)
             )
-        layers = [BasicBlock(self.inplanes, planes, stride, downsample)]
-        self.inplanes = planes
-        layers += [BasicBlock(planes, planes) for _ in range(1, blocks)]
+        layers = [self.block(self.inplanes, planes, stride, downsample)]
+        self.inplanes = out
+        layers += [self.block(out, planes) for _ in range(1, blocks)]
         return nn.Sequential(*layers)
 
     def forward(self, x):
@@ -104,12 +134,23 @@ class ResNet(nn.Module):
         return self.fc(x)
 
 
+IMAGES = {"tiny": (2, 32), "small": (8, 256), "base": (32, 224)}  # batch, image side
+
+
 def resnet18(size="tiny"):
-    width, _, batch, side = SIZES[size]
+    return _resnet(size, (2, 2, 2, 2), BasicBlock)
+
+
+def resnet50(size="tiny"):
+    return _resnet(size, (3, 4, 6, 3), Bottleneck)
+
+
+def _resnet(size, layers, block):
     tiny = size == "tiny"
-    model = ResNet(width=width // 2 if tiny else 64, num_classes=10 if tiny else 1000)
+    model = ResNet(layers, 10 if tiny else 1000, 16 if tiny else 64, block)
     _randomize_batch_norm(model)
-    return model.eval(), (torch.randn(batch, 3, side * 2, side * 2),)
+    batch, side = IMAGES[size]
+    return model.eval(), (torch.randn(batch, 3, side, side),)
 
 
 def _randomize_batch_norm(model):
@@ -237,6 +278,7 @@ def vit(size="tiny"):
 
 ZOO = {
     "resnet18": resnet18,
+    "resnet50": resnet50,
     "transformer_encoder_layer": transformer_encoder_layer,
     "nanogpt_block": nanogpt_block,
     "nanogpt_block_handwritten": nanogpt_block_handwritten,

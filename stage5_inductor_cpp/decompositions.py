@@ -303,6 +303,26 @@ def log_softmax(graph, out, x, dim=None, _stacklevel=3, dtype=None):
     return make_pointwise(lambda s, t: ops.sub(s, ops.log(t)), shifted, total, dtype=out.dtype)
 
 
+@register("logsumexp")
+def logsumexp(graph, out, x, dim, keepdim=False):
+    """`log(sum(exp(x - m))) + m` with `m` the row's max, set to 0 where it is infinite, as
+    aten/src/ATen/native/ReduceOps.cpp computes it (a row of -inf gives -inf, not NaN)."""
+    if 0 in x.ranges:
+        raise Fallback("logsumexp of nothing")
+    dims, acc = reduced_dims(x, _dims(dim)), upcast(out.dtype)
+
+    def finite(m):
+        return ops.where(ops.eq(ops.abs(m), ops.constant(math.inf, acc)), ops.constant(0, acc), m)
+
+    shift = make_pointwise(finite, make_reduction(graph, x, dims, True, "max", acc), dtype=acc)
+    exps = make_pointwise(lambda v, m: ops.exp(ops.sub(v, m)), x, shift, dtype=acc)
+    total = make_reduction(graph, exps, dims, True, "sum", acc, acc)
+    result = make_pointwise(lambda t, m: ops.add(ops.log(t), m), total, shift, dtype=out.dtype)
+    if keepdim:
+        return result
+    return reshape_to(graph, result, tuple(s for d, s in enumerate(x.ranges) if d not in dims))
+
+
 def _normalized(graph, x, dims, eps, acc):
     """`(x - mean) / sqrt(var + eps)` over `dims`, in the dtype `acc`: the two passes of
     `_variance`, with the biased variance, as every norm uses."""

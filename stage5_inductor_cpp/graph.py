@@ -254,7 +254,9 @@ class GraphLowering:
             return self.realize(value)
         if isinstance(value, (list, tuple)):
             items = [self.output(v) for v in value]
-            return tuple(items) if isinstance(value, tuple) else items
+            if isinstance(value, list):
+                return items
+            return tuple(items) if type(value) is tuple else type(value)(items)  # `max(x, 0)`
         if isinstance(value, dict):
             return {k: self.output(v) for k, v in value.items()}
         return value
@@ -293,6 +295,8 @@ class GraphLowering:
     def lower_call(self, node, op: str, key, args, kwargs, users: int):
         """Lower the call `op`/`key` (`node`'s, or its out-of-place form) to IR or an extern."""
         target = self.resolve(op, key)
+        if target in (operator.getitem, getattr) and isinstance(args[0], tuple):
+            return target(*args)  # an item of a lowering's tuple (`x.max(-1).values`): no code
         args, kwargs = without_inplace(target, args, kwargs)
         if op != "call_module" and not any(map(_is_ir, pytree.tree_leaves((args, kwargs)))):
             result = target(*args, **kwargs)  # shape arithmetic (`x.size(0) * 2`): known now
@@ -349,7 +353,8 @@ class GraphLowering:
 
     @staticmethod
     def result_dtype(lowering, target, args, kwargs) -> torch.Tensor:
-        """The result's dtype by torch's own promotion, from one-element stand-ins of the inputs.
+        """The result's dtype by torch's own promotion, from one-element stand-ins of the inputs
+        (of the first result, for an op that returns several).
 
         The meta run knows each node's dtype, but not that of an in-place op computed out of
         place (`x.add_(y)` keeps x's dtype, `x.add(y)` promotes); and the stand-ins run
@@ -370,13 +375,14 @@ class GraphLowering:
                     out = target(*stand_ins[0], **stand_ins[1])
             except Exception as error:  # eager fails on these dtypes: let eager say so, in order
                 raise EagerOnly(f"torch raises {error!r} for these dtypes") from error
-        if not isinstance(out, torch.Tensor):
+        results = list(out) if isinstance(out, tuple) else [out]  # `max(x, dim)`: two
+        if not all(isinstance(r, torch.Tensor) for r in results):
             raise Fallback("the op does not return a tensor")
-        dtypes = [out.dtype] + [t.dtype for t in tensors]
+        dtypes = [r.dtype for r in results] + [t.dtype for t in tensors]
         unsupported = [d for d in dtypes if d not in SUPPORTED_DTYPES]
         if unsupported:
             raise Fallback(f"the kernels do not handle {unsupported[0]}")
-        return out
+        return results[0]
 
     def maybe_realize(self, node, value, users: int):
         """A value read by several nodes and dear to compute goes to memory (in eager's layout)."""

@@ -448,13 +448,20 @@ register("all")(_reduction("all"))
 
 
 def _max_min(kind):
-    def lower(graph, out, x, other=None, keepdim=False):
-        if is_tensor(other):
-            return make_pointwise(getattr(ops, f"{kind}imum"), x, other, dtype=out.dtype)
+    """`max(x)`; `max(x, other)`, elementwise; `max(x, dim)`, the values and their indices,
+    two reductions over the same rows (when only `.values` is read, the scheduler drops
+    the indices)."""
+
+    def lower(graph, out, x, dim=None, keepdim=False, *, other=None):
+        other = dim if is_tensor(dim) else other
         if other is not None:
-            raise Fallback(f"{kind}(x, dim) returns (values, indices)")
-        _check_not_empty(x, [], kind)
-        return make_reduction(graph, x, [], False, kind, out.dtype)
+            return make_pointwise(getattr(ops, f"{kind}imum"), x, other, dtype=out.dtype)
+        _check_not_empty(x, _dims(dim), kind)
+        if dim is None:
+            return make_reduction(graph, x, [], False, kind, out.dtype)
+        values = make_reduction(graph, x, [dim], keepdim, kind, out.dtype)
+        indices = make_reduction(graph, x, [dim], keepdim, f"arg{kind}", torch.int64)
+        return getattr(torch.return_types, kind)((values, indices))  # eager's named tuple
 
     return lower
 

@@ -207,6 +207,25 @@ def numel(ranges) -> int:
     return math.prod(ranges)
 
 
+def live_buffers(graph) -> list:
+    """The graph's buffers less those that nothing reads: the indices of `x.max(dim)` when
+    only `.values` is used (inductor's scheduler does `dead_node_elimination`). Extern calls
+    and write-backs stay, for their effects."""
+    outputs = pytree.tree_leaves(graph.outputs)
+    live = {leaf.buffer.name for leaf in outputs if isinstance(leaf, BufferView)}
+    kept = []
+    for buffer in reversed(graph.buffers):
+        if isinstance(buffer, ExternKernel):
+            live |= {view.buffer.name for view in buffer.inputs()}
+        elif buffer.name in live or isinstance(buffer, WriteBack):
+            live |= SchedulerNode(buffer).reads()
+        else:
+            log.info("%s is read by nothing: not computed", buffer.name)
+            continue
+        kept.append(buffer)
+    return kept[::-1]
+
+
 class Scheduler:
     """Turns a `GraphLowering` into an ordered list of `FusedKernel` and `ExternCall` steps."""
 
@@ -214,7 +233,7 @@ class Scheduler:
         """`prefix` starts every kernel's name: "cpp" here, "triton" in stage 6."""
         self.graph = graph
         self.steps: list[FusedKernel | ExternCall] = []
-        for buffer in graph.buffers:
+        for buffer in live_buffers(graph):
             if isinstance(buffer, ExternKernel):
                 self.steps.append(ExternCall(buffer))
             else:

@@ -124,9 +124,7 @@ def reshape(graph, out, x, *args, **kwargs):
 @register(operator.getitem, same_dtype=True)
 def getitem(graph, out, x, index):
     """Basic indexing (ints, slices, None, ...): a view; integer tensors among the indices
-    read at their positions (gather.py); an item of a lowering's tuple (`var_mean`)."""
-    if isinstance(x, tuple) and isinstance(index, int):
-        return x[index]
+    read at their positions (gather.py)."""
     if not is_tensor(x):
         raise Fallback("getitem on a non-tensor")
     index = index if isinstance(index, tuple) else (index,)

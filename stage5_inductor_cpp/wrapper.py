@@ -60,6 +60,9 @@ class WrapperCode:
         if isinstance(v, list) or type(v) is tuple:
             inner = ", ".join(self.value(x) for x in v)
             return f"[{inner}]" if isinstance(v, list) else f"({inner}{',' if len(v) == 1 else ''})"
+        if isinstance(v, tuple):  # a named tuple of torch.return_types, as `max(x, 0)` returns
+            inner = ", ".join(self.value(x) for x in v)
+            return f"{self.value(type(v))}(({inner},))"
         if isinstance(v, dict):
             return "{" + ", ".join(f"{k!r}: {self.value(x)}" for k, x in v.items()) + "}"
         if (

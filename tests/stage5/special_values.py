@@ -177,6 +177,14 @@ def square_overflows(rows):
     return (rows.abs() > limit).any(-1, keepdim=True) & torch.isfinite(rows).all(-1, keepdim=True)
 
 
+def rms_of_infinity(rows):
+    """rms_norm of a row with an infinity: on the CPU, `x * rsqrt(inf)` gives 0 for the
+    finite elements; CUDA's fused kernel (a Welford-style running mean of the squares) gives
+    NaN for the whole row (measured on an H100: [inf, 1.0, 2.0] is [nan, nan, nan] there,
+    [nan, 0., 0.] on the CPU). Rows whose squares overflow as `square_overflows`."""
+    return square_overflows(rows) | torch.isinf(rows).any(-1, keepdim=True)
+
+
 def welford_mean(rows):
     """The mean that `var_mean` returns is Welford's running mean, which an infinity makes NaN
     unless it comes last: `torch.var_mean(torch.tensor([inf, 1.0]))[1]` is nan, with the
@@ -321,15 +329,37 @@ BINARY.update(
 _sum = order_dependent_sum
 
 
-def normalized_by_batch_norm(x):
-    """A channel's statistics of ordinary values, made in the graph on x's device (a tensor
-    made while tracing would be a constant on the CPU, which CUDA kernels cannot read)."""
+def batch_norm_statistics(x):
+    """Running mean and variance, weight and bias of ordinary values, on x's device."""
     stats = torch.arange(COLUMNS, dtype=x.dtype, device=x.device) / 3
-    return F.batch_norm(x, stats - 2, stats + 0.5, stats, -stats)
+    return stats - 2, stats + 0.5, stats, -stats
+
+
+def normalized_by_batch_norm(x):
+    """Batch norm in inference, its statistics made in the graph (a tensor made while tracing
+    would be a constant on the CPU, which CUDA kernels cannot read)."""
+    return F.batch_norm(x, *batch_norm_statistics(x))
+
+
+def batch_norm_orders_differ(x):
+    """Where eager's batch norm overflows in one of its orders of operations and not in
+    another: the CPU computes `x * (w * invstd) + (b - mean * w * invstd)`, CUDA's kernel
+    for contiguous inputs `w * (x - mean) * invstd + b` (aten/src/ATen/native/cuda/
+    Normalization.cuh), whose `w * (x - mean)` is -inf for x = -3e38 and w = 4/3."""
+    mean, var, w, b = batch_norm_statistics(x)
+    invstd = torch.rsqrt(var + 1e-5)
+    orders = (
+        x * (w * invstd) + (b - mean * w * invstd),
+        w * (x - mean) * invstd + b,
+        (x - mean) * invstd * w + b,
+    )
+    finite = [torch.isfinite(o) | torch.isnan(x) for o in orders]
+    return (finite[0] != finite[1]) | (finite[0] != finite[2])
 
 
 _amax = rows_with_zeros_of_both_signs(lambda rows: rows.amax(-1))
 _amin = rows_with_zeros_of_both_signs(lambda rows: rows.amin(-1))
+_max_dim = rows_with_zeros_of_both_signs(lambda rows: rows.max(-1).values)
 REDUCTIONS = {
     "sum": Op(lambda x: x.sum(-1), eager_differs=_sum),
     "sum_columns": Op(lambda x: x.sum(0), eager_differs=_columns(_sum)),
@@ -341,6 +371,9 @@ REDUCTIONS = {
     "max": Op(lambda x: x.max(), exact=True, eager_differs=_whole(_amax)),
     "min": Op(lambda x: x.min(), exact=True, eager_differs=_whole(_amin)),
     "argmax": Op(lambda x: x.argmax(-1), exact=True),
+    "max_dim": Op(lambda x: x.max(-1).values, exact=True, eager_differs=_max_dim),
+    "min_dim_indices": Op(lambda x: x.min(0).indices, exact=True),
+    "logsumexp": Op(lambda x: x.logsumexp(-1), eager_differs=_sum),
     "argmin": Op(lambda x: x.argmin(0), exact=True),
     "any": Op(lambda x: x.any(-1), exact=True),
     "all": Op(lambda x: x.all(-1), exact=True),
@@ -361,15 +394,12 @@ REDUCTIONS = {
     ),
     "var_mean": Op(lambda x: torch.var_mean(x, -1)[0], eager_differs=path_dependent_variance(1)),
     "std_mean": Op(lambda x: torch.std_mean(x, 0)[1], eager_differs=_columns(welford_mean)),
-    "rms_norm": Op(lambda x: F.rms_norm(x, (COLUMNS,)), eager_differs=square_overflows),
+    "rms_norm": Op(lambda x: F.rms_norm(x, (COLUMNS,)), eager_differs=rms_of_infinity),
     "group_norm": Op(
         lambda x: F.group_norm(x, 1), eager_differs=square_overflows, signed_zeros=False
     ),
-    # Running statistics of ordinary values: where they are huge or infinite, eager's terms
-    # depend on its path (in double for some layouts, in float for others).
     "batch_norm": Op(
-        normalized_by_batch_norm,
-        signed_zeros=False,
+        normalized_by_batch_norm, eager_differs=batch_norm_orders_differ, signed_zeros=False
     ),
     "max_pool": Op(
         lambda x: F.max_pool2d(x[None, None], 3, 1, 1)[0, 0],

@@ -68,6 +68,12 @@ REDUCTIONS = {
     "layer_norm": lambda a: F.layer_norm(a, (8,)),
     "layer_norm_affine": lambda a: F.layer_norm(a, (8,), v, v),
     "layer_norm_2d": lambda a: F.layer_norm(a, (6, 8)), "int_sum": lambda a: (a * 4).long().sum(0),
+    "max_dim": lambda a: a.max(1), "max_dim_values": lambda a: a.max(1)[0] + 1,
+    "min_dim_keepdim": lambda a: torch.min(a, dim=0, keepdim=True),
+    "max_dim_ints": lambda a: (a * 4).int().max(-1).indices, "max_other": lambda a: a.max(v),
+    "logsumexp": lambda a: a.logsumexp(1), "logsumexp_dims": lambda a: torch.logsumexp(a, (0, 1)),
+    "logsumexp_keepdim": lambda a: a - a.logsumexp(-1, keepdim=True),
+    "logsumexp_ints": lambda a: (a * 4).long().logsumexp(0),
 }  # fmt: skip
 
 VIEWS = {
@@ -92,7 +98,6 @@ OTHER_EXTERNS: dict = {}
 
 EXTERNS = {
     "matmul": lambda a: a @ a.t(), "linear_relu": lambda a: F.relu(F.linear(a, a) + 1),
-    "max_dim": lambda a: a.max(1), "max_dim_values": lambda a: a.max(1)[0] + 1,
     "sort": lambda a: a.sort(1).values.exp(), "many_cat": lambda a: torch.cat([a] * 9),
     "cat_promotes": lambda a: torch.cat([a, (a * 4).long()], -1) + 1,
     "long_cumsum": lambda a: a.reshape(-1).repeat(30).cumsum(0),
