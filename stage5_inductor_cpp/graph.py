@@ -151,6 +151,7 @@ class GraphLowering:
         self.out_of_place: dict[torch.fx.Node, OutOfPlace] = {}  # the nodes that write
         self.input_views: dict[torch.fx.Node, BufferView] = {}  # placeholder -> its input
         self.written_inputs: list[int] = []  # positions of the inputs written in place
+        self.channels_last = False  # whether images are stored channels-last (layouts.py)
         tensors = [a for a in example_inputs if isinstance(a, torch.Tensor)]
         self.device = tensors[0].device if tensors else torch.device("cpu")  # the kernels' device
 
@@ -166,8 +167,16 @@ class GraphLowering:
     def realize(self, value, stride=None) -> BufferView:
         return value if isinstance(value, BufferView) else self.add_buffer(value, stride)
 
+    def realize_preferred(self, value) -> BufferView:
+        """`value` in memory, in the layout the kernels like best: channels-last for an image
+        of a graph with convolutions (layouts.py), else contiguous."""
+        if self.channels_last and len(value.ranges) == 4:
+            return layouts.channels_last(self, value)
+        return self.realize(value)
+
     def run(self) -> "GraphLowering":
         self.meta = run_on_meta(self.gm, self.example_inputs)
+        self.channels_last = layouts.prefers_channels_last(self.gm, self.device)
         resolve = lambda node: self.resolve(node.op, node.target)  # noqa: E731
         self.out_of_place = Functionalization(self.gm, self.meta, resolve).forms()
         env = {}
@@ -388,6 +397,9 @@ class GraphLowering:
         """A value read by several nodes and dear to compute goes to memory (in eager's layout)."""
         if not isinstance(value, Pointwise):
             return value
+        if self.channels_last and len(value.ranges) == 4 and users > 1:
+            # an image read twice (a block's output): each of its readers would store it
+            return self.realize_preferred(value)
         if (users > 1 and value.cost > REUSE_COST) or value.cost > MAX_INLINE_COST:
             return self.realize(value, layouts.eager_stride(value, self.meta.snapshots.get(node)))
         return value
@@ -444,6 +456,10 @@ class GraphLowering:
         def realized(value):
             return self.realize(value) if isinstance(value, Pointwise) else value
 
+        images = self.channels_last and target in layouts.CONVOLUTIONS and len(args[0].ranges) == 4
+        if images:
+            args = (self.realize_preferred(args[0]), *args[1:])
+            target = layouts.conv2d_with_channels_last_weights()
         args, kwargs = pytree.tree_map(realized, (args, kwargs))
         meta_args, meta_kwargs = pytree.tree_map(_to_meta, (args, kwargs))
         meta_target = self.meta.module(target) if op == "call_module" else target
@@ -452,7 +468,10 @@ class GraphLowering:
         except Exception as error:  # a bad graph, or no meta function: eager will tell
             raise EagerOnly(f"{node.name}: on meta tensors torch raises {error!r}") from error
         if isinstance(out, torch.Tensor):
-            layout = Layout(tuple(out.shape), tuple(out.stride()), out.dtype)
+            stride = tuple(out.stride())
+            if images:  # oneDNN returns channels-last as cuDNN does; the CPU meta function not
+                stride = layouts.channels_last_strides(out.shape)
+            layout = Layout(tuple(out.shape), stride, out.dtype)
             arguments = pytree.tree_leaves((meta_args, meta_kwargs))
             shared = {storage_id(a) for a in arguments if isinstance(a, torch.Tensor)}
             buffer = ExternKernel(

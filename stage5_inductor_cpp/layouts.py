@@ -11,16 +11,24 @@ A view (`y.t()`, `y[:, ::2]`) has no strides of its own: they follow from its ba
 So before a view is taken of a computed value whose memory an output shares, that
 value lands in memory with eager's strides, and the view then has eager's strides
 too; outputs that share memory in eager share it here.
+
+In a graph with 2-D convolutions the images between them are stored channels-last
+(N, H, W, C in memory), whatever eager's layout: cuDNN's and oneDNN's convolutions are
+faster so, and a kernel between two of them (batch norm, ReLU, a residual add) then
+reads and writes with C innermost. Inductor decides the same ("layout optimization",
+`GraphLowering.decide_layout_opt` in torch/_inductor/graph.py). Outputs still land
+with eager's strides.
 """
 
 import dataclasses
+import weakref
 
 import torch
 import torch.fx
 
 from stage1_eval_frame.logs import get_logger
 
-from .ir import BufferView, InputBuffer, Pointwise
+from .ir import BufferView, InputBuffer, Layout, Pointwise, Reduction
 from .lowering import is_tensor
 from .meta_run import Snapshot, snapshot, storage_id
 
@@ -76,6 +84,70 @@ def land(graph, value, want: Snapshot, copy: bool = False) -> BufferView:
     if isinstance(value, BufferView):  # a copy, which fuses into the kernel that computes it
         value = Pointwise(value.dtype, tuple(value.ranges), value.loader(), value.cost)
     return graph.add_buffer(value, stride)
+
+
+CONVOLUTIONS = (torch.conv2d, torch.nn.functional.conv2d)
+
+
+def prefers_channels_last(gm: torch.fx.GraphModule, device: torch.device) -> bool:
+    """Whether the graph has 2-D convolutions to run channels-last: on the GPU, or on a
+    CPU with oneDNN (inductor's test too)."""
+    if device.type == "cpu" and not torch.backends.mkldnn.is_available():
+        return False
+    return any(n.op == "call_function" and n.target in CONVOLUTIONS for n in gm.graph.nodes)
+
+
+def conv2d_with_channels_last_weights():
+    """`torch.conv2d` whose weight is in channels-last memory too: converted on the first
+    call, and again only when the weight changes (its version counter or its memory).
+    Given an NCHW weight, oneDNN and cuDNN convert it on every call (17 of ResNet-18's
+    convolutions: a third of its time on a CPU). Inductor's freezing (torch/_inductor/
+    freezing.py) converts weights once as well, assuming they never change; here the
+    check is per call. The copies live as long as the compiled graph."""
+    converted = {}  # id(weight) -> (weakref to the weight, version, address, the copy)
+
+    def conv2d(x, weight, *args, **kwargs):
+        if weight.is_meta or (weight.requires_grad and torch.is_grad_enabled()):
+            return torch.conv2d(x, weight, *args, **kwargs)  # a meta run; or autograd records the call
+        ref, version, address, copy = converted.get(id(weight), (None, -1, -1, None))
+        if ref is None or ref() is not weight or (version, address) != _state(weight):
+            copy = weight.contiguous(memory_format=torch.channels_last)
+            converted[id(weight)] = (weakref.ref(weight), *_state(weight), copy)
+        return torch.conv2d(x, copy, *args, **kwargs)
+
+    return conv2d
+
+
+def _state(tensor) -> tuple[int, int]:
+    return tensor._version, tensor.data_ptr()
+
+
+def channels_last_strides(size) -> tuple[int, ...]:
+    _, c, h, w = size
+    return (h * w * c, 1, w * c, c)
+
+
+def channels_last(graph, value) -> BufferView:
+    """`value` (N, C, H, W) stored as (N, H, W, C): a kernel loops over the buffer in memory
+    order, C innermost, and the result is a permuted view with channels-last strides."""
+    n, c, h, w = size = tuple(value.ranges)
+    want = channels_last_strides(size)
+    if isinstance(value, BufferView) and same_elements(size, value.layout.stride, want):
+        return value
+
+    def nchw(i):  # the (n, c, h, w) index of position (n, h, w, c) of the buffer
+        return [i[0], i[3], i[1], i[2]]
+
+    if isinstance(value, Reduction):
+        inner = value.inner_fn
+        data = dataclasses.replace(
+            value, ranges=(n, h, w, c), inner_fn=lambda i, r: inner(nchw(i), r)
+        )
+    else:
+        load, cost = value.loader(), getattr(value, "cost", 1)
+        data = Pointwise(value.dtype, (n, h, w, c), lambda i: load(nchw(i)), cost)
+    stored = graph.add_buffer(data)
+    return BufferView(stored.buffer, Layout(size, want, value.dtype))
 
 
 def of_an_input(value) -> bool:

@@ -16,7 +16,16 @@ import operator
 
 import torch
 
-from .ir import BufferView, Index, Layout, Pointwise, Reduction, contiguous_strides, ops
+from .ir import (
+    BufferView,
+    Index,
+    InputBuffer,
+    Layout,
+    Pointwise,
+    Reduction,
+    contiguous_strides,
+    ops,
+)
 
 
 class Fallback(Exception):
@@ -194,8 +203,12 @@ def reshape_to(graph, x, ranges):
     if [s for s in x.ranges if s != 1] == [s for s in ranges if s != 1]:
         return reindex(x, ranges, size1_reindex(x.ranges, ranges))
     if not (isinstance(x, BufferView) and x.layout.is_contiguous()):
-        if isinstance(x, BufferView) and graph.current_target == "view":
-            raise Fallback("view of a non-contiguous tensor: torch decides whether it is valid")
+        # A view of an input must share its memory, and torch decides whether it can. A
+        # computed buffer's layout is ours (a channels-last image): eager's view, valid on
+        # the meta run, has the values of a copy.
+        of_an_input = isinstance(x, BufferView) and isinstance(x.buffer, InputBuffer)
+        if of_an_input and graph.current_target == "view":
+            raise Fallback("view of a non-contiguous input: torch decides whether it is valid")
         # Copy into a contiguous buffer (what torch.reshape does for such a tensor too).
         x = graph.add_buffer(Pointwise(x.dtype, tuple(x.ranges), x.loader(), x.cost))
     return BufferView(

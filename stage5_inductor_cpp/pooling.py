@@ -35,7 +35,7 @@ def _window(graph, x, ranges, kernel, stride, padding, dilation, padded_with):
     A computed input is stored first (inductor's pooling lowerings realize it too): windows
     overlap, and each output reads kernel-many inputs, so an inlined batch norm and ReLU
     would run 9 times per output of a 3x3 pool (ResNet's stem: 77 of its 200 ms)."""
-    x = graph.realize(x) if isinstance(x, Pointwise) else x
+    x = graph.realize_preferred(x) if isinstance(x, Pointwise) else x
     load = loader_for(x, x.ranges, upcast(x.dtype))
     sizes = x.ranges[-2:]
     last = [
@@ -83,7 +83,7 @@ def max_pool2d(
     acc = upcast(x.dtype)
     lowest = -float("inf") if acc.is_floating_point else torch.iinfo(acc).min
     window = _window(graph, x, ranges, kernel, stride, padding, dilation, lowest)
-    return graph.add_buffer(Reduction(x.dtype, ranges, kernel, "max", window, acc))
+    return graph.realize_preferred(Reduction(x.dtype, ranges, kernel, "max", window, acc))
 
 
 @register("avg_pool2d", same_dtype=True)

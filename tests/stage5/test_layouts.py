@@ -6,8 +6,11 @@
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from stage5_inductor_cpp import compile_fx
+from stage5_inductor_cpp.graph import GraphLowering
+from stage5_inductor_cpp.ir import ExternKernel
 from tests.stage5.helpers import check_lowered, check_torch_compile, compile_traced
 
 x = torch.randn(4, 5)
@@ -131,3 +134,55 @@ def test_a_view_of_a_tensor_transposed_in_place_has_eagers_strides():
         return m[:, ::2]
 
     check_lowered(fn, x)
+
+
+# --- channels-last images in graphs with convolutions (layouts.channels_last) -----------------
+
+w1, w2, w3 = torch.randn(4, 3, 3, 3), torch.randn(5, 4, 3, 3), torch.randn(4, 4, 3, 3)
+
+
+def conv3(a):
+    return F.conv2d(a, w3, padding=1)
+
+
+IMAGES = {
+    "conv_relu_conv": lambda a: F.conv2d(torch.relu(F.conv2d(a, w1) * 2), w2),
+    "returns_the_image": lambda a: torch.relu(F.conv2d(a, w1)),
+    "image_and_its_views": lambda a: (lambda y: (y, y.permute(0, 2, 3, 1), y[:, 1]))(
+        torch.relu(F.conv2d(a, w1))
+    ),
+    "view_of_a_reused_image": lambda a: (lambda y: (y.view(2, -1) + y.sum(), y.sum()))(
+        torch.relu(F.conv2d(a, w1)) ** 2
+    ),
+    "residual_block": lambda a: (lambda y: torch.relu(conv3(torch.relu(conv3(y))) + y))(
+        F.conv2d(a, w1)
+    ),
+    "pooled": lambda a: F.max_pool2d(torch.relu(F.conv2d(a, w1)), 2).flatten(1),
+    "written_in_place": lambda a: torch.relu(F.conv2d(a, w1)).add_(1).flatten(1).sum(1),
+}
+
+
+@pytest.mark.parametrize("name", IMAGES)
+def test_images_of_a_convolution_graph_are_channels_last_and_outputs_eagers(name):
+    """The values and eager's strides for every output, whatever layout the images had."""
+    check_lowered(IMAGES[name], torch.randn(2, 3, 8, 8), externs=("conv2d",), atol=1e-4, rtol=1e-4)
+
+
+def test_the_kernels_between_convolutions_loop_over_channels_innermost():
+    """Inductor's layout optimisation: both convolutions read channels-last images, and the
+    ReLU between them is one kernel over (N, H, W, C), stored contiguously."""
+    gm = torch.fx.symbolic_trace(IMAGES["conv_relu_conv"])
+    lowered = GraphLowering(gm, [torch.randn(2, 3, 8, 8)]).run()
+    convs = [b for b in lowered.buffers if isinstance(b, ExternKernel)]
+    assert [conv.layout.stride for conv in convs] == [(144, 1, 24, 4), (80, 1, 20, 5)]
+    assert [conv.args[0].layout.stride for conv in convs] == [(192, 1, 24, 3), (144, 1, 24, 4)]
+    relu = convs[1].args[0].buffer
+    assert relu.data.ranges == (2, 6, 6, 4) and relu.layout.stride == (144, 24, 4, 1)
+
+
+def test_a_graph_without_convolutions_keeps_eagers_layouts():
+    gm = torch.fx.symbolic_trace(lambda a: (lambda y: y + y.sum())(expensive(a)))
+    lowered = GraphLowering(gm, [image]).run()
+    assert not lowered.channels_last
+    images = [b for b in lowered.buffers if len(b.layout.size) == 4]
+    assert images and all(b.layout.stride == (60, 20, 5, 1) for b in images)
