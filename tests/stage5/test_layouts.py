@@ -186,3 +186,14 @@ def test_a_graph_without_convolutions_keeps_eagers_layouts():
     assert not lowered.channels_last
     images = [b for b in lowered.buffers if len(b.layout.size) == 4]
     assert images and all(b.layout.stride == (60, 20, 5, 1) for b in images)
+
+
+def test_a_weight_is_converted_again_when_it_changes():
+    """The channels-last copy of a weight follows the weight: written in place (its version
+    counter moves) or given new memory (`.data =`), the next call converts it again."""
+    weight, a = torch.randn(4, 3, 3, 3), torch.randn(2, 3, 8, 8)
+    compiled = compile_fx(torch.fx.symbolic_trace(lambda a, w: F.conv2d(a, w)), [a, weight])
+    for change in (lambda: None, lambda: weight.mul_(2), lambda: setattr(weight, "data", -weight)):
+        with torch.no_grad():
+            change()
+        torch.testing.assert_close(compiled(a, weight), F.conv2d(a, weight))
