@@ -5,9 +5,9 @@ cache (cache.py) -> a Python wrapper that calls the kernels (wrapper.py).
 
 The compiled code is specialised to the inputs' sizes, strides and dtypes (and the
 values of Python-number inputs); a call with different ones compiles another
-specialisation. Graphs the kernels cannot run are run by torch, whole: graphs that
-write into tensors that others see (a view of an input, a module's tensor, an input
-that shares memory with another; a write into an input itself is written back), that
+specialisation. Graphs the kernels cannot run are run by torch, whole: graphs whose
+writes we cannot follow (into a module's tensors, into an input that shares memory with
+another; writes into inputs and their views are written back, functionalize.py), that
 need autograd, that run under autocast, or whose tensors are not on the CPU, and every
 graph when there is no C++ compiler (after one warning). Each such reason is logged
 once and kept in `CompiledGraph.torch_reasons`.

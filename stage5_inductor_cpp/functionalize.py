@@ -14,12 +14,20 @@ changes exactly as in eager. The scheduler runs the write-back after every read 
 input's old value, fused into a kernel only where each read is of the element being
 written (`x.add_(1)` is one loop: load, add, store into `x`).
 
+A write into a view (`x[0].add_(1)`, `m.t().mul_(2)`) reaches the view's base and its
+other views. Each write has an owner, the tensor whose memory it is (an input, or the
+node that made that memory), and a place in it (a `Layout` with an offset): a store
+into an input is written back through that layout, the view's elements only; the
+base or another view read after the write reads a copy of the owner's memory with the
+view stored into it (graph.py's `store`), which is how inductor lowers the
+`as_strided_scatter` of torch's functionalization.
+
 Which calls write, and into what, comes from the meta run (meta_run.py), not from
 names: `a & b` is `operator.and_`, whose name ends with "_" but which writes nothing.
-A write is safe to compute out of place when the tensor it writes is computed inside
-the graph or is a graph input itself (not a module's tensor), is not a view of another
-tensor, and no other tensor that shares its memory (a view of it, a `detach()`) is read
-by the op or after it. Any other write runs the whole graph in torch, with the reason.
+A write runs the whole graph in torch, with the reason, where computing it out of place
+could give another answer than eager's: it writes a module's tensor (a get_attr node)
+or into another tensor than its first argument (or `out=`), an operand shares the
+memory it writes from another place, or it changes strides that others see (`t_()`).
 """
 
 import dataclasses
@@ -29,7 +37,7 @@ import operator
 import torch
 import torch.fx
 
-from .ir import ComputedBuffer
+from .ir import ComputedBuffer, Layout
 from .lowering import EagerOnly
 from .meta_run import MetaRun, storage_id, tensors_in
 
@@ -81,24 +89,31 @@ def without_inplace(fn, args, kwargs):
 
 @dataclasses.dataclass(frozen=True)
 class OutOfPlace:
-    """An in-place node's out-of-place form: `op`/`target` on the same arguments.
+    """An in-place node's out-of-place form: `op`/`target` on the same arguments (less `out=`).
 
     Its result is the written tensor's new value, which every node in `rebinds` (the
     nodes that are that tensor) stands for from then on; `users` later nodes read it.
+    The tensor lies at `view` in the memory of `owner` (a graph input, a module's tensor,
+    or the node that made that memory), laid out as `owner_layout`; the `aliases`, other
+    tensors in that memory that are read later, see the new values there.
     """
 
     op: str
     target: object
     rebinds: tuple[torch.fx.Node, ...]
     users: int
+    owner: torch.fx.Node
+    owner_layout: Layout
+    view: Layout
+    aliases: tuple[tuple[torch.fx.Node, Layout], ...]
 
 
 def out_of_place_target(node: torch.fx.Node, fn) -> tuple[str, object]:
     """The call that computes what `node` writes, without writing: (FX op, target)."""
     if node.target in IN_PLACE_OPERATORS:
         return "call_function", IN_PLACE_OPERATORS[node.target]
-    if inplace_parameter(fn) is not None:  # the lowering drops `inplace=True`
-        return node.op, node.target
+    if inplace_parameter(fn) is not None or "out" in node.kwargs:  # the lowering drops
+        return node.op, node.target  # `inplace=True`, and `out=` is dropped before it
     name = node.target if node.op == "call_method" else getattr(fn, "__name__", "")
     twin = name[:-1] if name.endswith("_") and not name.startswith("_") else None
     if twin and node.op == "call_method" and hasattr(torch.Tensor, twin):
@@ -116,6 +131,19 @@ class WriteBack(ComputedBuffer):
     every read of the old value (torch's inductor: a `MutationLayout` buffer)."""
 
 
+def span(tensor: torch.Tensor) -> tuple[int, int]:
+    """The first and one past the last element of its storage that `tensor` can reach."""
+    if tensor.numel() == 0:
+        return 0, 0
+    last = sum((n - 1) * abs(st) for n, st in zip(tensor.shape, tensor.stride(), strict=True))
+    return tensor.storage_offset(), tensor.storage_offset() + last + 1
+
+
+def overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
+    (a0, a1), (b0, b1) = span(a), span(b)
+    return storage_id(a) == storage_id(b) and a0 < b1 and b0 < a1
+
+
 class Functionalization:
     """The out-of-place form of every node that writes, or `EagerOnly` with the reason."""
 
@@ -125,50 +153,115 @@ class Functionalization:
         self.nodes = list(gm.graph.nodes)
         self.position = {node: i for i, node in enumerate(self.nodes)}
         self.inputs = meta.input_storages
+        self.reshaped: set[int] = set()  # memory that an op like `t_()` sees with new strides
 
     def forms(self) -> dict[torch.fx.Node, OutOfPlace]:
         for node in self.meta.module_writes:
             raise EagerOnly(f"{node.name} changes the tensors of module {node.target!r} in place")
-        return {node: self.form(node) for node in self.nodes if self.meta.writes.get(node)}
+        writes = [node for node in self.nodes if self.meta.writes.get(node)]
+        for node in writes:
+            _, tensor, same = self.written(node)
+            if isinstance(tensor, torch.Tensor) and self.changes_strides(node, same):
+                self.reshaped.add(storage_id(tensor))
+        return {node: self.form(node) for node in writes}
 
-    def form(self, node: torch.fx.Node) -> OutOfPlace:
+    def written(self, node):
+        """The node `node` writes into (its first argument, or `out=`), its tensor, and the
+        nodes up to `node` that are that tensor."""
         if node.op == "call_module":
             raise EagerOnly(f"{node.name}: the module {node.target!r} writes into its input")
-        target = node.args[0] if node.args else None
+        target = node.kwargs["out"] if "out" in node.kwargs else (node.args or [None])[0]
         if target not in self.meta.writes[node]:
             names = ", ".join(n.name for n in self.meta.writes[node])
             raise EagerOnly(f"{node.name} writes into {names}, not into its first argument")
         tensor = self.meta.values[target]
         same = [n for n in self.nodes[: self.position[node] + 1] if self.meta.values[n] is tensor]
-        self.check_safe(node, target, tensor, same)
+        return target, tensor, same
+
+    def changes_strides(self, node, same) -> bool:
+        """Whether `node` gives the tensor it writes new sizes or strides (`t_()`, `out=` of
+        another size): the snapshot after the node against that of the node before it."""
+        before = [n for n in same if n is not node and n in self.meta.snapshots][-1]
+        return (
+            self.meta.snapshots.get(node, self.meta.snapshots[before])
+            != self.meta.snapshots[before]
+        )
+
+    def form(self, node: torch.fx.Node) -> OutOfPlace:
+        target, tensor, same = self.written(node)
+        self.check_safe(node, target, tensor)
+        owner = self.owner(node, target, tensor)
+        base = self.meta.values[owner]
+        aliases = []
+        for other in self.nodes[: self.position[node]]:
+            if other in same or other is node:
+                continue
+            shared = [
+                t
+                for t in tensors_in(self.meta.values[other])
+                if storage_id(t) == storage_id(tensor)
+            ]
+            if not shared or not any(self.position[u] > self.position[node] for u in other.users):
+                continue
+            if not isinstance(self.meta.values[other], torch.Tensor):
+                raise EagerOnly(f"{node.name} writes into memory that {other.name} holds a part of")
+            aliases.append((other, self.relative(node, other, base)))
+        # The meta run keeps each tensor's last sizes and strides only: the layouts above
+        # hold while no op changes them, or where only the tensor itself is read after it.
+        alone = not aliases and tensor is base and owner.op not in ("placeholder", "get_attr")
+        if storage_id(tensor) in self.reshaped and not alone:
+            raise EagerOnly(
+                f"{node.name} changes the sizes or strides of {target.name}, "
+                "whose memory the caller or other tensors see"
+            )
         later = {u for n in same for u in n.users if self.position[u] > self.position[node]}
         op, fn = out_of_place_target(node, self.resolve(node))
-        return OutOfPlace(op, fn, tuple(same), len(later))
+        return OutOfPlace(
+            op, fn, tuple(same), len(later), owner, self.relative(node, owner, base),
+            self.relative(node, target, base), tuple(aliases),
+        )  # fmt: skip
 
-    def check_safe(self, node, target, tensor, same):
-        """Raise `EagerOnly` unless only `same` (the nodes that are `tensor`) see the write."""
+    def owner(self, node, target, tensor) -> torch.fx.Node:
+        """Whose memory `node` writes into: the graph input or module tensor it belongs to, or
+        the first node whose result it is (the base of every view of it)."""
+        storage = storage_id(tensor)
+        if storage in self.inputs:
+            return self.inputs[storage]
+        for other in self.nodes[: self.position[node]]:
+            value = self.meta.values[other]
+            if isinstance(value, torch.Tensor) and storage_id(value) == storage:
+                if value._is_view():  # of memory that no node of the graph made
+                    raise EagerOnly(f"{node.name} writes into {target.name}, a view of a view")
+                return other
+        raise EagerOnly(f"{node.name} writes into {target.name}, whose memory no node made")
+
+    def relative(self, node, other, base: torch.Tensor) -> Layout:
+        """Where `other`'s tensor lies in the memory of `base`, as a layout of base's buffer."""
+        tensor = self.meta.values[other]
+        offset = tensor.storage_offset() - base.storage_offset()
+        if tensor.dtype != base.dtype or offset < 0:
+            raise EagerOnly(
+                f"{node.name} writes into memory that {other.name} sees as {tensor.dtype}"
+            )
+        return Layout(tuple(tensor.shape), tuple(tensor.stride()), tensor.dtype, offset)
+
+    def check_safe(self, node, target, tensor):
+        """Raise `EagerOnly` where computing `node` out of place could give another answer."""
         where = f"{node.name} writes into {target.name}"
         if not isinstance(tensor, torch.Tensor):
             raise EagerOnly(f"{where}, which is not a tensor")
         storage = storage_id(tensor)
-        if storage in self.inputs:  # an input itself is written back at the end
-            owner = self.inputs[storage]
-            if owner.op != "placeholder":
-                raise EagerOnly(f"{where}, which is the module's tensor {owner.name}")
-            if self.meta.values[owner] is not tensor:
-                raise EagerOnly(f"{where}, which is a view of the graph input {owner.name}")
-        if tensor._is_view():
-            raise EagerOnly(f"{where}, a view of another tensor")
+        if storage in self.inputs and self.inputs[storage].op == "get_attr":
+            # Each `self.total` of a traced forward is a get_attr node of its own, which the
+            # meta run sees as another tensor: a write through one would not reach the others.
+            raise EagerOnly(f"{where}, which is the module's tensor {self.inputs[storage].name}")
         result = self.meta.values[node]
         if result is not None and result is not tensor:
             raise EagerOnly(f"{node.name} returns another tensor than the one it writes")
         for other in self.meta.writes[node]:
-            if storage_id(self.meta.values[other]) != storage:  # `out=`: another tensor
+            if storage_id(self.meta.values[other]) != storage:  # `out=` with an input written
                 raise EagerOnly(f"{where} and into {other.name}")
-        for other in self.nodes[: self.position[node]]:
-            if other in same or storage not in map(storage_id, tensors_in(self.meta.values[other])):
-                continue
-            if any(self.position[u] >= self.position[node] for u in other.users):
-                raise EagerOnly(
-                    f"{where}, whose memory {other.name} shares and reads then or later"
-                )
+        for other in node.all_input_nodes:  # eager reads them as it writes: refused, or mixed
+            value = self.meta.values[other]
+            if value is not tensor and any(overlaps(t, tensor) for t in tensors_in(value)):
+                raise EagerOnly(f"{where}, whose memory {other.name} shares and reads then")

@@ -151,6 +151,10 @@ class GraphLowering:
         self.out_of_place: dict[torch.fx.Node, OutOfPlace] = {}  # the nodes that write
         self.input_views: dict[torch.fx.Node, BufferView] = {}  # placeholder -> its input
         self.written_inputs: list[int] = []  # positions of the inputs written in place
+        # owner -> its memory's value, and the stores into it not yet applied (a copy is
+        # made only for a reader); for inputs, every store in order, to write back at the end
+        self.memory: dict[torch.fx.Node, tuple[object, list]] = {}
+        self.stores: dict[torch.fx.Node, list[tuple[Layout, object]]] = {}
         self.channels_last = False  # whether images are stored channels-last (layouts.py)
         tensors = [a for a in example_inputs if isinstance(a, torch.Tensor)]
         self.device = tensors[0].device if tensors else torch.device("cpu")  # the kernels' device
@@ -202,17 +206,12 @@ class GraphLowering:
 
     # --- inputs written in place (functionalize.py): their final values go back -----------
 
-    def written(self, env) -> dict[str, tuple[BufferView, object]]:
-        """The inputs an in-place op wrote into: input name -> (the input, its final value)."""
-        written = {}
-        for node, view in self.input_views.items():
-            if env[node] is view:
-                continue
-            want, layout = self.meta.snapshots[node], view.layout
-            if (want.size, want.stride) != (layout.size, layout.stride):
-                raise EagerOnly(f"an in-place op changes the sizes or strides of input {node.name}")
-            written[view.buffer.name] = (view, env[node])
-        return written
+    def written(self, env) -> dict[str, tuple[BufferView, list]]:
+        """The inputs an in-place op wrote into: input name -> (the input, its stores)."""
+        return {
+            self.input_views[owner].buffer.name: (self.input_views[owner], stores)
+            for owner, stores in self.stores.items()
+        }
 
     def alias_written_inputs(self, output, env, written):
         """An output that is (a view of) a written input is that input, as in eager: the
@@ -228,16 +227,18 @@ class GraphLowering:
             env[arg] = BufferView(self.input_views[owner].buffer, layout)
 
     def write_back(self, written):
-        """A `WriteBack` per written input, after every other buffer. Its value is computed
-        in the write-back's own loop when that reads no written input but its own element
-        (`x + 1`); else first into a buffer of its own (`x.flip(0)`, `y` of `x.copy_(y)`
-        when `y` is written too), so that no loop reads what another iteration overwrote."""
+        """A `WriteBack` per store into an input, in program order, after every other buffer.
+        Its value is computed in the write-back's own loop when that reads no written input
+        but its own element, in the first store into it (`x + 1`); else first into a buffer
+        of its own (`x.flip(0)`, `y` of `x.copy_(y)` when `y` is written too, a second store),
+        so that no loop reads what another iteration or another store overwrote."""
         plans = []
-        for name, (view, value) in written.items():
-            data = as_pointwise(value)
-            if not reads_only_its_element(data, view.layout, name, written):
-                data = as_pointwise(self.add_buffer(data))
-            plans.append(WriteBack(name, view.layout, data))
+        for name, (_, stores) in written.items():
+            for i, (layout, value) in enumerate(stores):
+                data = as_pointwise(value)
+                if not reads_only_its_element(data, layout, name if i == 0 else None, written):
+                    data = as_pointwise(self.add_buffer(data))
+                plans.append(WriteBack(name, layout, data))
         self.buffers += plans
         self.written_inputs = [i for i, b in enumerate(self.inputs) if b and b.name in written]
 
@@ -288,6 +289,7 @@ class GraphLowering:
         value, for the readers after it (earlier readers keep the old one, as in eager)."""
         form = self.out_of_place[node]
         args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), env.__getitem__)
+        kwargs = {k: v for k, v in kwargs.items() if k != "out"}  # `out=` is the written tensor
         value = self.lower_call(node, form.op, form.target, args, kwargs, form.users)
         want = self.meta.snapshots[node]  # the written tensor, after the write
         if is_tensor(value) and value.dtype != want.dtype:  # `x.add_(y)` keeps x's dtype
@@ -296,10 +298,43 @@ class GraphLowering:
             value = make_pointwise(lambda v: v, value, dtype=want.dtype, compute=value.dtype)
         if not is_tensor(value) or tuple(value.ranges) != want.size:
             self.internal_error(f"{node.name} out of place gives {value}, eager {want}")
+        value = self.store(form, value, env)
         for same in form.rebinds:  # they stand for the tensor as written from now on
             env[same] = value
             self.meta.snapshots[same] = want
         env[node] = value if isinstance(self.meta.values[node], torch.Tensor) else None
+
+    def store(self, form: OutOfPlace, value, env):
+        """`value` lands at `form.view` in its owner's memory: a store into an input is
+        written back at the end, and every other tensor of that memory read later (the
+        base of a view, another view) reads the memory with the store applied, as does
+        then the written tensor (eager's results that share memory, ours share too).
+        Torch's functionalization scatters the view into its base (`as_strided_scatter`),
+        which inductor lowers as we do: a copy of the base, then a store through the view."""
+        whole = form.view == form.owner_layout
+        old, pending = self.memory.get(form.owner, (env[form.owner], []))
+        self.memory[form.owner] = (value, []) if whole else (old, [*pending, (form.view, value)])
+        if form.owner in self.input_views:
+            stores = self.stores.setdefault(form.owner, [])
+            stores[:] = [*(stores if not whole else []), (form.view, value)]
+        if not form.aliases:
+            return value
+        for alias, layout in form.aliases:
+            env[alias] = self.in_memory(form.owner, form.owner_layout, layout)
+        return self.in_memory(form.owner, form.owner_layout, form.view)
+
+    def in_memory(self, owner, owner_layout: Layout, layout: Layout):
+        """The tensor at `layout` in `owner`'s memory, its stores applied: computed where it
+        is the whole memory, else read from a buffer laid out as the owner is."""
+        value, pending = self.memory[owner]
+        if layout == owner_layout and not pending:
+            return value
+        if pending or not (isinstance(value, BufferView) and value.layout == owner_layout):
+            value = self.add_buffer(as_pointwise(value), owner_layout.stride)
+            for view, stored in pending:
+                self.buffers.append(WriteBack(value.buffer.name, view, as_pointwise(stored)))
+            self.memory[owner] = (value, [])
+        return BufferView(value.buffer, layout)
 
     def lower_call(self, node, op: str, key, args, kwargs, users: int):
         """Lower the call `op`/`key` (`node`'s, or its out-of-place form) to IR or an extern."""

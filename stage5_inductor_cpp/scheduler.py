@@ -213,11 +213,12 @@ def live_buffers(graph) -> list:
     and write-backs stay, for their effects."""
     outputs = pytree.tree_leaves(graph.outputs)
     live = {leaf.buffer.name for leaf in outputs if isinstance(leaf, BufferView)}
+    inputs = {b.name for b in graph.inputs if b is not None} | set(graph.constants)
     kept = []
     for buffer in reversed(graph.buffers):
         if isinstance(buffer, ExternKernel):
             live |= {view.buffer.name for view in buffer.inputs()}
-        elif buffer.name in live or isinstance(buffer, WriteBack):
+        elif buffer.name in live or (isinstance(buffer, WriteBack) and buffer.name in inputs):
             live |= SchedulerNode(buffer).reads()
         else:
             log.info("%s is read by nothing: not computed", buffer.name)
@@ -258,8 +259,12 @@ class Scheduler:
         earliest = max(
             (i for i, step in enumerate(self.steps) if step.produced() & reads), default=-1
         )
-        if isinstance(node.buffer, WriteBack):  # after every reader of the old value
-            readers = (i for i, step in enumerate(self.steps) if node.name in step_reads(step))
+        if isinstance(node.buffer, WriteBack):  # after every reader of the old value and
+            readers = (  # every earlier write: the copy it stores into, an earlier store
+                i
+                for i, step in enumerate(self.steps)
+                if node.name in step_reads(step) | step.produced()
+            )
             earliest = max(earliest, *readers, -1)
         for i in range(len(self.steps) - 1, max(earliest, 0) - 1, -1):
             reason = self.refuse(self.steps[i], node)
@@ -286,6 +291,8 @@ class Scheduler:
             if name in producers and (why := other_element(name, index, producers[name], node, n)):
                 return why
         if isinstance(node.buffer, WriteBack):  # every read of the input's old value there
+            if node.name in step.produced():  # in one loop, another iteration may write later
+                return f"the kernel writes {node.name} too"
             for reader in step.nodes:  # must be of the element the write-back stores
                 for name, index in reader.loads(n):
                     if name == node.name and (why := other_element(name, index, node, reader, n)):
@@ -319,6 +326,7 @@ class Scheduler:
         for i, step in enumerate(self.steps):
             for name in step_reads(step):
                 readers[name].add(i)
+        stored_into = {b.name for b in self.graph.buffers if isinstance(b, WriteBack)}
         for i, step in enumerate(self.steps):
             if not isinstance(step, FusedKernel):
                 continue
@@ -330,8 +338,8 @@ class Scheduler:
                     )
                     if producer.name in outputs or readers[producer.name] - {i}:
                         continue
-                    if isinstance(producer.buffer, WriteBack):  # its store is the point
-                        continue
+                    if producer.name in stored_into:  # its store is the point, or a later
+                        continue  # write-back stores into it (a view of it, in place)
                     if in_inner_loop and not producer.is_reduction and read_by_other_loop:
                         continue
                     step.local.add(producer.name)

@@ -3,7 +3,8 @@
 A program is data (a list of `(op, operand indices)`), turned into a Python function
 that both eager and the compilers run, so a failing example prints as a readable list.
 An in-place step writes into an earlier step's result or into an input (which the
-caller sees changed): later steps read the written value, earlier ones the old one.
+caller sees changed), or into a view of one (which its base and its other views see):
+later steps read the written value, earlier ones the old one.
 """
 
 import contextlib
@@ -52,6 +53,11 @@ INPLACE = {
     "relu_": lambda a: a.relu_(), "relu_inplace": lambda a: F.relu(a, inplace=True),
     "clamp_": lambda a: a.clamp_(-1, 1), "add_": lambda a, b: a.add_(b),
     "mul_": lambda a, b: a.mul_(b),
+    # into a view: eager writes through to its base (an input, or an earlier step's result)
+    "slice_mul_": lambda a: a[..., 1::2].mul_(2), "row_add_": lambda a, b: a[:1].add_(b),
+    "t_sub_": lambda a, b: a.transpose(0, -1).sub_(b),
+    "flat_fill_": lambda a: a.view(-1)[::3].fill_(0.5),
+    "copy_into_slice_": lambda a, b: a[..., :1].copy_(b[..., -1:]),
 }  # fmt: skip
 TABLES = {"unary": UNARY, "binary": BINARY, "reduce": REDUCE, "inplace": INPLACE}
 

@@ -92,9 +92,10 @@ def test_each_reason_to_run_in_torch_is_logged_once_and_kept():
 
 
 def test_a_graph_torch_must_run_says_why_in_its_code():
-    compiled = compile_fx(torch.fx.symbolic_trace(lambda a: a[0].add_(1)), [torch.randn(3)])
+    compiled = compile_fx(torch.fx.symbolic_trace(lambda a: a.t_()), [torch.randn(3, 2)])
     assert compiled.code == (
-        "# the graph runs in torch: add_ writes into getitem, which is a view of the graph input a"
+        "# the graph runs in torch: t_ changes the sizes or strides of a, "
+        "whose memory the caller or other tensors see"
     )
 
 

@@ -156,17 +156,29 @@ def test_in_place_ops_through_torch_compile(fn):
         assert_lowered(compiled, externs=("setitem_on_a_copy",))
 
 
+# --- writes that other tensors see: the base of a view, other views, `detach`, `out=` ------
+
+
 def view_read_after(a):
     m = a * 2
     row = m[0]
     m.add_(1)
-    return row
+    return row  # a view of m: it sees the write
 
 
 def write_into_view(a):
     m = a * 2
     m[0].add_(1)
     return m
+
+
+def views_of_views(a):
+    m = a * 2
+    rows = m[1:3]
+    rows[:, 1].mul_(3)  # a view of a view: m and rows both see it
+    col = m.t()[2]
+    col.add_(rows.sum())
+    return m, rows + 1
 
 
 def detached_read_after(a):
@@ -182,15 +194,55 @@ def write_into_out(a):
     return m
 
 
+def flat_view_of_a_transpose(a):
+    m = (a * 2).t().contiguous()
+    flat = m.view(-1)
+    flat[3:9].fill_(0.5)
+    return m.sum(1), flat
+
+
+def returns_two_views(a):
+    m = a + 1
+    top, bottom = m[:2], m[2:]
+    bottom.mul_(top)
+    return top, bottom, m  # eager's three share memory, and so do ours
+
+
+ALIASES = {
+    "view_read_after": (view_read_after, ()),
+    "write_into_view": (write_into_view, ()),
+    "views_of_views": (views_of_views, ()),
+    "detached_read_after": (detached_read_after, ("detach",)),
+    "write_into_out": (write_into_out, ()),
+    "flat_view_of_a_transpose": (flat_view_of_a_transpose, ("fill__on_a_copy",)),
+    "returns_two_views": (returns_two_views, ()),
+}
+
+
+def same_memory(results) -> list[list[int]]:
+    """Which results share memory: for each, the indices of the results sharing it."""
+    tensors = [t for t in results if isinstance(t, torch.Tensor)]
+    pointers = [t.untyped_storage().data_ptr() for t in tensors]
+    return [[j for j, q in enumerate(pointers) if q == p] for p in pointers]
+
+
+@pytest.mark.parametrize("name", ALIASES)
+def test_writes_that_other_tensors_see_become_kernels(name):
+    """The base of a written view, its other views, read later: they see the new values,
+    read from a copy of the base with the view stored into it (as_strided_scatter)."""
+    fn, externs = ALIASES[name]
+    check_lowered(fn, x, externs=externs)
+    for compiled in check_torch_compile(fn, x):
+        assert_lowered(compiled, externs)
+    results = compile_traced(fn)(x.clone())
+    if isinstance(results, tuple):
+        assert same_memory(results) == same_memory(fn(x.clone()))
+
+
 def overlapping_operand(a):
     m = a[:4, :4] * 2
     m.add_(m.t())  # eager refuses to write what it reads from another place
     return m
-
-
-def write_into_a_view_of_an_input(a):
-    a[0].add_(1)
-    return a * 2
 
 
 def transpose_an_input(a):
@@ -198,19 +250,35 @@ def transpose_an_input(a):
     return a + 1
 
 
+def transpose_a_viewed_tensor(a):
+    m = a * 2
+    row = m[0]
+    m.t_()  # the meta run keeps m's last strides only: row's place in m is unknown
+    m.add_(1)
+    return row
+
+
+def column_from_a_crossing_row(a):
+    a[:4, :4].t()[1].add_(a[0, :4])  # eager reads a[0, 1] as it writes it: order-dependent
+    return a
+
+
+def view_as_another_dtype(a):
+    a.view(torch.int32).add_(1)
+    return a
+
+
 IN_TORCH = {
-    write_into_a_view_of_an_input: "a view of the graph input",
-    transpose_an_input: "changes the sizes or strides of input",
-    view_read_after: "shares and reads then or later",
-    write_into_view: "a view of another tensor",
-    detached_read_after: "shares and reads then or later",
-    write_into_out: "not into its first argument",
-    overlapping_operand: "shares and reads then or later",
+    transpose_an_input: "changes the sizes or strides of a",
+    transpose_a_viewed_tensor: "changes the sizes or strides of",
+    overlapping_operand: "shares and reads then",
+    column_from_a_crossing_row: "shares and reads then",
+    view_as_another_dtype: "sees as torch.int32",
 }
 
 
 @pytest.mark.parametrize("fn", IN_TORCH)
-def test_writes_that_others_see_run_in_torch(fn):
+def test_writes_we_cannot_follow_run_in_torch(fn):
     run = compile_traced(fn)
     assert_same_as_eager(run, fn, x)
     (reason,) = run.state["compiled"].torch_reasons
@@ -348,6 +416,111 @@ def test_writes_into_inputs_are_written_back(name):
         assert compiled.last.written_inputs
 
 
+# --- writes into views of graph inputs: stored through the view into the input itself ----
+
+
+def add_into_a_row(a):
+    a[0].add_(1)
+    return a * 2
+
+
+def add_into_a_column(a, b):
+    a[:, 1].add_(b[:, 0])
+    return a.sum(0)
+
+
+def mul_through_a_transpose(a):
+    a.t().mul_(2)
+    return a
+
+
+def add_through_a_flat_view(a):
+    flat = a.view(-1)
+    flat.add_(1)
+    return flat, a  # both the caller's tensor
+
+
+def rows_read_after(a, b):
+    first = a[0]
+    a[1:].mul_(b[1:])  # `first` is not written, the row below it is
+    a[:, 0].sub_(first.sum())  # reads `first` before the store changes its element 0
+    return first, a.sum()
+
+
+def view_then_whole_then_view(a):
+    a[2].fill_(1.0)
+    a.mul_(3)
+    a.t()[1].add_(a[0] * 2)  # a column, from the row that crosses it: read first
+    return a[2]
+
+
+def copy_a_row_into_another(a, b):
+    a[0].copy_(a[1])  # eager reads a[1] while writing a[0]: apart, so one answer
+    b[:, ::2].copy_(a[:, 1::2])
+    return b
+
+
+def out_into_an_input(a, b):
+    torch.mul(b, 2, out=a)
+    torch.add(b[0], 1, out=b[1])
+    return a
+
+
+def inplace_activation_of_a_slice(a):
+    F.relu(a[1:], inplace=True)
+    return a
+
+
+def index_put_into_an_input(a, b):
+    index = torch.tensor([0, 2])
+    a.index_put_((index,), b[:2])
+    a[0].index_put_((index,), b[0, :2] * 2)  # into a view, with an extern
+    return a
+
+
+VIEWS_OF_INPUTS = {
+    "add_into_a_row": (add_into_a_row, ()),
+    "add_into_a_column": (add_into_a_column, ()),
+    "mul_through_a_transpose": (mul_through_a_transpose, ()),
+    "add_through_a_flat_view": (add_through_a_flat_view, ()),
+    "rows_read_after": (rows_read_after, ()),
+    "view_then_whole_then_view": (view_then_whole_then_view, ("fill__on_a_copy",)),
+    "copy_a_row_into_another": (copy_a_row_into_another, ("copy__on_a_copy",)),
+    "out_into_an_input": (out_into_an_input, ()),
+    "inplace_activation_of_a_slice": (inplace_activation_of_a_slice, ()),
+    "index_put_into_an_input": (index_put_into_an_input, ("index_put",)),
+}
+
+
+@pytest.mark.parametrize("name", VIEWS_OF_INPUTS)
+def test_writes_into_views_of_inputs_are_written_back(name):
+    fn, externs = VIEWS_OF_INPUTS[name]
+    args = [torch.randn(6, 6) for _ in range(fn.__code__.co_argcount)]
+    compiled = check_lowered(fn, *args, externs=externs)
+    assert compiled.last.written_inputs
+    for compiled in check_torch_compile(fn, *args):
+        assert_lowered(compiled, externs)
+        assert compiled.last.written_inputs
+
+
+def test_a_write_into_a_row_stores_the_row_only():
+    """`a[1].add_(1)`: one loop over the row, loading and storing into `a` at the row's
+    place; the other rows are not touched (no copy, no whole write-back)."""
+    compiled = check_lowered(lambda a: a[1].add_(1), x)
+    assert len(compiled.last.kernel_names) == 1
+    assert "empty_strided" not in compiled.last.wrapper_source
+    assert "arg0[x0 + 5] = " in compiled.last.source and "x0 < 5;" in compiled.last.source
+
+
+def test_views_of_a_written_input_come_back_as_views_and_its_version_counts():
+    a = torch.randn(4, 5)
+    version = a._version
+    compiled = compile_fx(torch.fx.symbolic_trace(add_through_a_flat_view), [a])
+    flat, same = compiled(a)
+    assert same is a and flat._base is a and a._version > version
+    torch.testing.assert_close(flat, a.view(-1))
+
+
 def test_a_write_into_an_input_is_one_loop():
     """`a.add_(1)` loads, adds and stores into `a` itself: no buffer, no copy."""
     compiled = check_lowered(lambda a: a.add_(1), x)
@@ -382,21 +555,67 @@ def test_inputs_that_share_memory_run_in_torch():
     ]
 
 
+class Counter(nn.Module):
+    """A module that counts in its own buffer, as BatchNorm's `num_batches_tracked` does."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("total", torch.zeros(5))
+
+    def forward(self, a):
+        self.total.add_(a.sum(0))
+        self.total[:2].mul_(0.5)  # a view of the module's tensor
+        return a * self.total, self.total
+
+
 def test_writes_into_module_tensors_run_in_torch():
-    class Counter(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.register_buffer("total", torch.zeros(5))
+    """symbolic_trace reads `self.total` through a get_attr node per use, which the meta
+    run takes for different tensors: the graph runs in torch, and says so."""
 
-        def forward(self, a):
-            self.total.add_(a.sum(0))
-            return a * 2
+    def forward(self, a):
+        self.total.add_(a.sum(0))
+        return a * self.total, self.total
 
-    module = Counter()
+    module, twin = Counter(), Counter()
+    module.forward = forward.__get__(module)
     compiled = compile_fx(torch.fx.symbolic_trace(module), [x])
-    torch.testing.assert_close(compiled(x), x * 2)
-    torch.testing.assert_close(module.total, x.sum(0))
+    for _ in range(2):
+        ours, buffer = compiled(x)
+        torch.testing.assert_close(ours, forward(twin, x)[0])
+        torch.testing.assert_close(module.total, twin.total)
+        assert buffer is module.total
     assert "the module's tensor" in compiled.torch_reasons[0]
+
+
+def test_module_buffers_lifted_as_inputs_are_written_back():
+    """torch.compile's graphs take a module's buffers as inputs: written back as inputs,
+    through views too, the buffer returned itself."""
+    module, twin = Counter(), Counter()
+    calls = []
+
+    def backend(gm, example_inputs):
+        calls.append(compile_fx(gm, example_inputs))
+        return calls[-1]
+
+    torch._dynamo.reset()
+    compiled = torch.compile(module, backend=backend, fullgraph=True)
+    for _ in range(2):
+        (ours, buffer), (eager, _) = compiled(x), twin(x)
+        torch.testing.assert_close(ours, eager)
+        torch.testing.assert_close(module.total, twin.total)
+        assert buffer is module.total
+    assert_lowered(calls[0])
+    assert calls[0].last.written_inputs
+
+
+def test_batch_norm_training_statistics_run_in_torch():
+    """The module call writes its running statistics: it is not lowered (yet)."""
+    bn = nn.BatchNorm1d(5).train()
+    compiled = compile_fx(torch.fx.symbolic_trace(nn.Sequential(bn)), [x])
+    twin = nn.BatchNorm1d(5).train()
+    torch.testing.assert_close(compiled(x), twin(x))
+    torch.testing.assert_close(bn.running_mean, twin.running_mean)
+    assert "changes the tensors of module" in compiled.torch_reasons[0]
 
 
 def test_writes_into_inputs_through_our_frontend():
