@@ -108,7 +108,7 @@ def conv2d_with_channels_last_weights():
 
     def conv2d(x, weight, *args, **kwargs):
         if weight.is_meta or (weight.requires_grad and torch.is_grad_enabled()):
-            return torch.conv2d(x, weight, *args, **kwargs)  # a meta run; or autograd records the call
+            return torch.conv2d(x, weight, *args, **kwargs)  # a meta run, or autograd's call
         ref, version, address, copy = converted.get(id(weight), (None, -1, -1, None))
         if ref is None or ref() is not weight or (version, address) != _state(weight):
             copy = weight.contiguous(memory_format=torch.channels_last)
