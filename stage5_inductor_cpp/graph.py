@@ -57,6 +57,12 @@ log = get_logger("kernels")
 
 # A value used more than once is computed once into a buffer when it is this expensive;
 # below it, recomputing in each consumer is cheaper than a round trip through memory.
+# Ops whose meta function disagrees with the device's kernels about the result's strides:
+# the CPU's flash attention returns (B, T, H, D) memory, its meta function (B, H, T, D).
+# Declared wrong, every call would copy the result (`with_layout`); so one call on zeros
+# at compile time says what the kernels return.
+STRIDES_FROM_A_CALL = (torch.nn.functional.scaled_dot_product_attention,)
+
 REUSE_COST = 20
 MAX_INLINE_COST = 200
 
@@ -506,6 +512,8 @@ class GraphLowering:
             stride = tuple(out.stride())
             if images:  # oneDNN returns channels-last as cuDNN does; the CPU meta function not
                 stride = layouts.channels_last_strides(out.shape)
+            elif target in STRIDES_FROM_A_CALL:
+                stride = self.strides_from_a_call(target, meta_args, meta_kwargs)
             layout = Layout(tuple(out.shape), stride, out.dtype)
             arguments = pytree.tree_leaves((meta_args, meta_kwargs))
             shared = {storage_id(a) for a in arguments if isinstance(a, torch.Tensor)}
@@ -520,6 +528,19 @@ class GraphLowering:
         )
         self.buffers.append(buffer)
         return ExternValue(buffer, out)
+
+    def strides_from_a_call(self, target, meta_args, meta_kwargs) -> tuple[int, ...]:
+        """The strides of the device's own result: one call, on zeros laid out as the
+        arguments, at compile time."""
+
+        def zeros(value):
+            if not isinstance(value, torch.Tensor):
+                return value
+            real = torch.empty_strided(value.shape, value.stride(), dtype=value.dtype)
+            return real.to(self.device).zero_()
+
+        args, kwargs = pytree.tree_map(zeros, (meta_args, meta_kwargs))
+        return tuple(target(*args, **kwargs).stride())
 
     def __str__(self) -> str:
         lines = [str(b) for b in self.inputs if b is not None]

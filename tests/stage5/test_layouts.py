@@ -197,3 +197,21 @@ def test_a_weight_is_converted_again_when_it_changes():
         with torch.no_grad():
             change()
         torch.testing.assert_close(compiled(a, weight), F.conv2d(a, weight))
+
+
+def test_an_attention_result_is_declared_with_the_strides_the_device_returns():
+    """The CPU's flash attention returns (B, T, H, D) memory where its meta function says
+    (B, H, T, D): the extern's layout comes from one call at compile time, so no call copies
+    its result, and the usual `transpose(1, 2).reshape` after it is a view, not a kernel."""
+
+    def attention(a):
+        q = a.view(2, 16, 4, 8).transpose(1, 2)
+        out = F.scaled_dot_product_attention(q, q * 2, q + 1)
+        return out.transpose(1, 2).reshape(2, 16, 32)
+
+    a = torch.randn(2, 16, 32)
+    lowered = GraphLowering(torch.fx.symbolic_trace(attention), [a]).run()
+    [sdpa] = [b for b in lowered.buffers if isinstance(b, ExternKernel)]
+    q = a.view(2, 16, 4, 8).transpose(1, 2)
+    assert sdpa.layout.stride == F.scaled_dot_product_attention(q, q, q).stride()
+    check_lowered(attention, a, externs=("scaled_dot_product_attention",))
