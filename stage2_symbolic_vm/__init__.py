@@ -12,7 +12,8 @@ Read first: `vm.py` (the interpreter loop and one handler per opcode, with
 `building.py`'s tuples, lists, dicts, sets and strings), then
 `variables.py` (what a symbolic value is), `containers.py` (lists, tuples,
 dicts, sets), `iterators.py` (lazy iterators and generators), `tensor_ops.py`
-(how a node is recorded on meta tensors), `operators.py`, `functions.py`,
+(how a node is recorded on meta tensors, and `meta_cache.py`, their answers kept on
+disk), `operators.py`, `functions.py`,
 `objects.py` (instances of Python classes) and `builtins_table.py` (calls and
 operators), `builder.py` (outside values and their assumptions),
 `side_effects.py` (changes to outside objects, written back after the graph),

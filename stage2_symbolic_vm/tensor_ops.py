@@ -21,6 +21,7 @@ import operator
 import torch
 import torch.utils._pytree as pytree
 
+from . import meta_cache
 from .containers import DictVariable, ListVariable, SequenceVariable, TupleVariable
 from .errors import ObservedException, Unsupported
 from .trace import target_name
@@ -181,17 +182,10 @@ def tensor_variables(values) -> list:
     return found
 
 
-def call(target, args, kwargs):
-    if isinstance(target, str):
-        receiver, *rest = args
-        return getattr(receiver, target)(*rest, **kwargs)
-    return target(*args, **kwargs)
-
-
 def run_on_meta(target, meta_args, meta_kwargs, shown):
     try:
-        try:
-            return call(target, meta_args, meta_kwargs)
+        try:  # torch's meta function, or its answer kept from an earlier run (meta_cache.py)
+            return meta_cache.call(target, meta_args, meta_kwargs)
         except NotImplementedError as error:  # no meta kernel: data-dependent, or just missing
             if not static_shape(op_name(target)):
                 first = str(error).splitlines()[0]
@@ -230,7 +224,7 @@ def on_zeros(target, meta_args, meta_kwargs):
 
     args, kwargs = pytree.tree_map(real, (list(meta_args), dict(meta_kwargs)))
     kwargs = {k: ("cpu" if k == "device" else v) for k, v in kwargs.items()}
-    return pytree.tree_map(meta, call(target, args, kwargs))
+    return pytree.tree_map(meta, meta_cache.run(target, args, kwargs))
 
 
 def record_call(tx, target, args: list, kwargs: dict):

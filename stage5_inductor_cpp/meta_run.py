@@ -13,8 +13,9 @@ what eager will do:
 
 Inductor reads the same from FakeTensor propagation (`node.meta["val"]`,
 torch/fx/passes/fake_tensor_prop.py). The cost is torch's own: its Python meta
-functions import torch._dynamo on first use (a second, once per process), which both
-frontends that call this backend have done already.
+functions import torch._dynamo and sympy on first use (a second, once per process).
+Stage 2's meta_cache.py answers what it has answered before, here as for the VM: a
+warm process compiles the graph without them.
 """
 
 import copy
@@ -24,6 +25,8 @@ import functools
 import torch
 import torch.fx
 import torch.utils._pytree as pytree
+
+from stage2_symbolic_vm import meta_cache
 
 from .lowering import EagerOnly
 
@@ -118,7 +121,8 @@ class MetaRun:
         inputs = iter(example_inputs)
         # No autograd (a meta copy of a parameter requires grad; in-place ops would refuse),
         # and normal tensors even under inference_mode, whose tensors have no version counter.
-        with torch.no_grad(), torch.inference_mode(False):
+        # In this order: leaving inference mode turns grad mode back on.
+        with torch.inference_mode(False), torch.no_grad():
             for node in self.gm.graph.nodes:
                 if node.op == "placeholder":
                     self.values[node] = as_meta(next(inputs))
@@ -140,14 +144,12 @@ class MetaRun:
         try:
             if node.op == "call_method" and node.target in DEVICE_MOVES:
                 result = args[0]
-            elif node.op == "call_method":
-                if node.target == "to":
-                    args = [a if not isinstance(a, (str, torch.device)) else "meta" for a in args]
-                result = getattr(args[0], node.target)(*args[1:], **kwargs)
             elif module is not None:
                 result = module(*args, **kwargs)
-            else:
-                result = node.target(*args, **kwargs)
+            else:  # a function, or a method by name; answered from stage 2's cache if it can be
+                if node.target == "to":
+                    args = [a if not isinstance(a, (str, torch.device)) else "meta" for a in args]
+                result = meta_cache.call(node.target, args, kwargs)
         except Exception as error:  # eager rejects the graph (or torch has no meta function)
             raise EagerOnly(f"{node.name}: on meta tensors torch raises {error!r}") from error
         self.writes[node] = [n for n in inputs if _state(self.values[n]) != before[n]]

@@ -47,7 +47,8 @@ def run_process(cache_dir, k):
 def test_second_process_compiles_nothing(tmp_path):
     assert run_process(tmp_path, 3) == 1
     assert run_process(tmp_path, 3) == 0
-    assert sorted(p.suffix for p in tmp_path.iterdir()) == [".cpp", ".so"]  # no temporary left
+    files = [p for p in tmp_path.iterdir() if p.is_file()]  # meta/: stage 2's answers
+    assert sorted(p.suffix for p in files) == [".cpp", ".so"]  # no temporary left
 
 
 def test_parallel_processes_share_the_cache(tmp_path):
@@ -60,6 +61,31 @@ def test_parallel_processes_share_the_cache(tmp_path):
     ]
     assert all(p.wait() == 0 for p in procs)
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+# What the first call imports: torch's Python meta functions import torch._dynamo and sympy.
+FIRST_CALL = """
+import sys, torch
+import stage5_inductor_cpp
+def chain(a, b):
+    return torch.relu(torch.sin(a) * torch.cos(b) + a * 0.5 - b)
+a, b = torch.randn(64), torch.randn(64)
+before = set(sys.modules)
+result = stage5_inductor_cpp.compile(chain)(a, b)
+print(sorted({"torch._dynamo", "sympy"} & (set(sys.modules) - before)))
+torch.testing.assert_close(result, chain(a, b))  # which imports sympy itself
+"""
+
+
+def test_a_warm_process_compiles_without_importing_torch_dynamo(tmp_path):
+    """Stage 2 keeps the meta answers on disk (its meta_cache.py): the second process
+    traces and lowers the same function without torch's Python meta functions."""
+    cold = run_script(FIRST_CALL, tmp_path)
+    assert cold.returncode == 0, cold.stderr
+    assert "torch._dynamo" in cold.stdout
+    warm = run_script(FIRST_CALL, tmp_path)
+    assert warm.returncode == 0, warm.stderr
+    assert warm.stdout == "[]\n"
 
 
 @pytest.mark.parametrize("how", ["CXX", "PATH"])
