@@ -414,20 +414,25 @@ def batch_norm(
     acc = upcast(out.dtype)
     terms = torch.float64 if acc == torch.float32 and graph.device.type == "cpu" else acc
 
-    def fn(v, mean, var, *affine):
-        affine = [ops.to_dtype(p, terms) for p in affine]
-        w = affine.pop(0) if weight is not None else None
-        b = affine.pop(0) if bias is not None else None
-        std = ops.sqrt(ops.add(ops.to_dtype(var, terms), ops.constant(eps, terms)))
-        inverse = ops.truediv(ops.constant(1.0, terms), std)
-        alpha = inverse if w is None else ops.mul(inverse, w)
-        zero = ops.constant(0.0, terms)
-        beta = ops.sub(zero if b is None else b, ops.mul(ops.to_dtype(mean, terms), alpha))
-        return ops.add(ops.mul(v, ops.to_dtype(alpha, acc)), ops.to_dtype(beta, acc))
+    def alpha_of(mean, var, *affine):  # the parameters are loaded as `terms`
+        inverse = ops.truediv(
+            ops.constant(1.0, terms), ops.sqrt(ops.add(var, ops.constant(eps, terms)))
+        )
+        return inverse if weight is None else ops.mul(inverse, affine[0])
 
+    def beta_of(mean, var, *affine):
+        b = affine[-1] if bias is not None else ops.constant(0.0, terms)
+        return ops.sub(b, ops.mul(mean, alpha_of(mean, var, *affine)))
+
+    alpha = make_pointwise(alpha_of, *params, dtype=acc, compute=terms)
+    beta = make_pointwise(beta_of, *params, dtype=acc, compute=terms)
+    if terms != acc:  # in double, a sqrt and two divisions: once per channel, not per element
+        alpha, beta = graph.realize(alpha), graph.realize(beta)
     channel = (channels, *[1] * (len(x.ranges) - 2))  # broadcasts along dim 1
-    params = [reindex(p, channel, lambda idx: [idx[0]]) for p in params]
-    return make_pointwise(fn, x, *params, dtype=out.dtype)
+    alpha, beta = (reindex(t, channel, lambda idx: [idx[0]]) for t in (alpha, beta))
+    return make_pointwise(
+        lambda v, a, b: ops.add(ops.mul(v, a), b), x, alpha, beta, dtype=out.dtype
+    )
 
 
 @register("rms_norm", same_dtype=True)
