@@ -34,16 +34,13 @@ import tempfile
 import torch
 
 from benchmarks import report
+from benchmarks.rows import chain
 
 TARGET_COLD_VS_TORCH = 0.2
 TARGET_WARM_S = 0.5
 SYSTEMS = ("ours", "torch.compile")
 PARTS = ("import torch", "cold", "warm")
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def chain(a, b):
-    return torch.relu(torch.sin(a) * torch.cos(b) + a * 0.5 - b)
 
 
 SCRIPT = """

@@ -19,11 +19,10 @@ import statistics
 import time
 
 import torch
-import torch.nn.functional as F
 
 import stage5_inductor_cpp
 from benchmarks import bench_compile_time, report
-from benchmarks.bench_compile_time import chain
+from benchmarks.rows import chain, row_cases
 
 TARGET_VS_INDUCTOR = 1.0
 TARGET_CHAIN_VS_EAGER = 3.0
@@ -31,14 +30,6 @@ TARGET_CHAIN_VS_EAGER = 3.0
 
 def add_mul(a, b):
     return (a + b) * 2 - a
-
-
-def softmax(x):
-    return torch.softmax(x, dim=-1)
-
-
-def layer_norm(x, w, b):
-    return F.layer_norm(x, (x.shape[-1],), w, b)
 
 
 def mlp(x, w1, b1, w2, b2):
@@ -53,8 +44,7 @@ def cases(quick: bool):
     return [
         (f"chain 2^{power}", chain, [r(n), r(n)]),
         (f"(a+b)*2-a 2^{power}", add_mul, [r(n), r(n)]),
-        (f"softmax {rows}x{cols}", softmax, [r(rows, cols)]),
-        (f"layer_norm {rows}x{cols}", layer_norm, [r(rows, cols), r(cols), r(cols)]),
+        *[(name, fn, list(args)) for name, fn, args, _ in row_cases(rows, cols, r)],
         ("mlp 512x1024x1024", mlp, [r(512, 1024), r(1024, 1024), r(1024), r(1024, 1024), r(1024)]),
     ]
 
