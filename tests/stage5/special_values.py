@@ -161,11 +161,16 @@ def rows_with_zeros_of_both_signs(reduce):
 def path_dependent_variance(correction):
     """Rows whose eager variance over a dim (Welford) differs from that of the row alone
     (two passes): an overflow in Welford's running sums. `torch.tensor([[1.7e308] * 2]).var(1)`
-    is 0, `torch.tensor([1.7e308] * 2).var()` is inf, and [1.7e308, -1.7e308] gives -inf."""
+    is 0, `torch.tensor([1.7e308] * 2).var()` is inf, and [1.7e308, -1.7e308] gives -inf.
+    Also rows of finite values whose squared deviations overflow: on CUDA, Welford's updates
+    give NaN for [1.7e308, 0, 0, 0, -1.7e308] where two passes give inf (on an H100)."""
 
     def differs(rows):
         alone = torch.stack([row.var(correction=correction) for row in rows])
-        return ~_same(rows.var(-1, correction=correction), alone)
+        finite = torch.isfinite(rows).all(-1)
+        deviations = rows - rows.mean(-1, keepdim=True)
+        overflows = finite & torch.isinf(deviations * deviations).any(-1)
+        return ~_same(rows.var(-1, correction=correction), alone) | overflows
 
     return differs
 
