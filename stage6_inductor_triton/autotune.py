@@ -91,6 +91,23 @@ def configs_for(shape: KernelShape, has_looped: bool = False) -> list[Config]:
     return configs
 
 
+def specialisation(args) -> tuple:
+    """What Triton specialises a binary on, of our kernels' arguments (tensors, integers):
+    a pointer's 16-byte alignment, an integer's being 1 or a multiple of 16."""
+    return tuple(map(_specialisation, args))
+
+
+def _specialisation(arg):
+    if hasattr(arg, "data_ptr"):
+        return arg.data_ptr() % 16 == 0
+    return (arg == 1, arg % 16 == 0) if isinstance(arg, int) else arg
+
+
+def current_stream():
+    driver = triton.runtime.driver.active
+    return driver.get_current_stream(driver.get_current_device())
+
+
 class KernelLauncher:
     """`kernel.run(*args, grid=grid(xnumel))` in the wrapper: picks a configuration, launches."""
 
@@ -102,6 +119,7 @@ class KernelLauncher:
         text = "\n".join([source, repr(configs), device, triton.__version__])
         self.key = hashlib.sha256(text.encode()).hexdigest()[:32]
         self.config: Config | None = None
+        self.compiled: dict[Config, tuple[tuple, object]] = {}  # -> (specialisation, binary)
 
     def run(self, *args, grid):
         if self.config is None:
@@ -111,15 +129,40 @@ class KernelLauncher:
     def launch(self, config: Config, args, grid):
         kernel = self.fns[config.looped]
         if not self.interpreted:
-            kernel[grid(config.meta)](
-                *args, **config.meta, num_warps=config.num_warps, **EAGER_NUMERICS
-            )
+            self.launch_compiled(kernel, config, args, grid(config.meta))
             return
         with INTERPRETER_LOCK, warnings.catch_warnings():  # one interpreter per process
             # The interpreter's numpy warns about NaN and inf (log(0), 0/0), which are
             # results here as in torch, also in masked-off lanes that are never stored.
             warnings.simplefilter("ignore", RuntimeWarning)
             kernel[grid(config.meta)](*args, **config.meta, num_warps=config.num_warps)
+
+    def launch_compiled(self, kernel, config: Config, args, grid):
+        """Launch the binary Triton compiled for these arguments' specialisation, directly.
+
+        `kernel[grid](...)` (`JITFunction.run`) binds the arguments, works out their
+        specialisation (which pointers are 16-byte aligned, which integers are 1 or
+        multiples of 16) and looks the binary up, on every launch: tens of microseconds,
+        which add up over a model's kernels. Inductor's launchers (torch/_inductor/
+        runtime/triton_heuristics.py) call the binary's launcher directly, as here, after
+        checking only what could change the specialisation."""
+        key = specialisation(args)
+        known = self.compiled.get(config)
+        if known is None or known[0] != key:
+            binary = kernel[grid](
+                *args, **config.meta, num_warps=config.num_warps, **EAGER_NUMERICS
+            )
+            if binary is not None:  # Triton returns the binary it launched
+                self.compiled[config] = (key, binary)
+            return
+        binary, hooks = known[1], triton.knobs.runtime  # as JITFunction.run passes them
+        stream = current_stream()
+        bound = (*args, *config.meta.values())  # the constexprs too, in the kernel's order
+        metadata = binary.launch_metadata(grid, stream, *bound)
+        binary.run(
+            grid[0], 1, 1, stream, binary.function, binary.packed_metadata, metadata,
+            hooks.launch_enter_hook, hooks.launch_exit_hook, *bound,
+        )  # fmt: skip
 
     def from_disk(self, path) -> Config | None:
         """The configuration a process chose before, or None (never tuned, or a damaged file,

@@ -157,3 +157,51 @@ def test_a_damaged_choice_on_disk_is_tuned_again(damage, fake_timer):
     assert launcher.config.XBLOCK == 2048 and len(calls) == len(configs)
     assert any("is damaged" in m for m in messages)
     assert json.loads(path.read_text())["XBLOCK"] == 2048
+
+
+class FakeBinary:
+    """What `kernel[grid](...)` returns on a GPU: a compiled kernel with its launcher."""
+
+    function, packed_metadata = "function", "metadata"
+
+    def __init__(self):
+        self.runs = []
+
+    def launch_metadata(self, grid, stream, *args):
+        return None
+
+    def run(self, *arguments):
+        self.runs.append(arguments)
+
+
+class Pointer:
+    def __init__(self, address):
+        self.address = address
+
+    def data_ptr(self):
+        return self.address
+
+
+def test_later_launches_call_the_binary_until_the_specialisation_changes(monkeypatch):
+    """The first launch goes through Triton (which compiles and returns the binary); later
+    ones call the binary's launcher directly, with the constexprs after the arguments; a
+    pointer that is no longer 16-byte aligned needs another binary: through Triton again."""
+    binary, through_triton = FakeBinary(), []
+
+    class Kernel:
+        def __getitem__(self, grid):
+            return lambda *args, **meta: through_triton.append(args) or binary
+
+    monkeypatch.setattr(autotune, "current_stream", lambda: "stream")
+    config = Config(XBLOCK=1024, RBLOCK=None, num_warps=4)
+    launcher = KernelLauncher("k", {False: Kernel()}, "source", [config], "Some GPU")
+    aligned, odd = Pointer(4096), Pointer(4100)
+    for args in ((aligned, aligned), (aligned, aligned), (aligned, odd), (aligned, odd)):
+        launcher.run(*args, grid=grid(2**20))
+    assert through_triton == [(aligned, aligned), (aligned, odd)]
+    hooks = autotune.triton.knobs.runtime
+    launch = (1024, 1, 1, "stream", "function", "metadata", None)
+    assert binary.runs == [
+        (*launch, hooks.launch_enter_hook, hooks.launch_exit_hook, aligned, aligned, 1024),
+        (*launch, hooks.launch_enter_hook, hooks.launch_exit_hook, aligned, odd, 1024),
+    ]
