@@ -95,9 +95,9 @@ def check_lowered(fn, *args, externs=(), **close):
     return compiled
 
 
-def check_torch_compile(fn, *args, **close):
-    """torch.compile(fn, backend=compile_fx) behaves like fn, and our backend was called;
-    returns the CompiledGraphs."""
+def torch_compile_with_ours(fn):
+    """`torch.compile(fn, backend=compile_fx, fullgraph=True)`, and the list of the
+    CompiledGraphs our backend makes for it."""
     calls = []
 
     def backend(gm, example_inputs):
@@ -105,7 +105,13 @@ def check_torch_compile(fn, *args, **close):
         return calls[-1]
 
     torch._dynamo.reset()
-    compiled = torch.compile(fn, backend=backend, fullgraph=True)
+    return torch.compile(fn, backend=backend, fullgraph=True), calls
+
+
+def check_torch_compile(fn, *args, **close):
+    """torch.compile(fn, backend=compile_fx) behaves like fn, and our backend was called;
+    returns the CompiledGraphs."""
+    compiled, calls = torch_compile_with_ours(fn)
     assert_same_as_eager(compiled, fn, *args, captured=lambda: bool(calls), **close)
     return calls
 

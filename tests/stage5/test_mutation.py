@@ -21,6 +21,7 @@ from tests.stage5.helpers import (
     check_lowered,
     check_torch_compile,
     compile_traced,
+    torch_compile_with_ours,
 )
 
 x = torch.randn(4, 5)
@@ -591,14 +592,7 @@ def test_module_buffers_lifted_as_inputs_are_written_back():
     """torch.compile's graphs take a module's buffers as inputs: written back as inputs,
     through views too, the buffer returned itself."""
     module, twin = Counter(), Counter()
-    calls = []
-
-    def backend(gm, example_inputs):
-        calls.append(compile_fx(gm, example_inputs))
-        return calls[-1]
-
-    torch._dynamo.reset()
-    compiled = torch.compile(module, backend=backend, fullgraph=True)
+    compiled, calls = torch_compile_with_ours(module)
     for _ in range(2):
         (ours, buffer), (eager, _) = compiled(x), twin(x)
         torch.testing.assert_close(ours, eager)
