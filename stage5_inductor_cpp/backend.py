@@ -87,20 +87,21 @@ class CompiledGraph:
     def eager_reason(self, args) -> str | None:
         """Why these arguments cannot run the kernels (checked on every call), or None."""
         tensors = [a for a in args if isinstance(a, torch.Tensor)]
-        if reason := self.device_reason(tensors):
+        devices = {t.device for t in tensors}  # once: a model passes hundreds of tensors
+        if reason := self.device_reason(devices):
             return reason
         if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
             return "autograd needs the graph (the kernels have no backward)"
         # Autocast picks each op's dtype as it runs (a bfloat16 matmul, a float32 sum);
         # kernels compiled for float32 would read its results as float32.
-        for device in sorted({t.device.type for t in tensors} or {"cpu"}):
+        for device in sorted({d.type for d in devices} or {"cpu"}):
             if torch.is_autocast_enabled(device):
                 return f"autocast is on for {device}: torch picks each op's dtype as it runs"
         return None
 
-    def device_reason(self, tensors) -> str | None:
-        """Why the kernels cannot run on these tensors' devices; stage 6 runs CUDA too."""
-        if any(t.device.type != "cpu" for t in tensors):
+    def device_reason(self, devices: set[torch.device]) -> str | None:
+        """Why the kernels cannot run on the tensors' devices; stage 6 runs CUDA too."""
+        if any(d.type != "cpu" for d in devices):
             return "a tensor is not on the CPU"
         return None
 

@@ -89,12 +89,12 @@ def device_of(args) -> torch.device | None:
 class TritonCompiledGraph(CompiledGraph):
     """Stage 5's compiled graph, for tensors on one device: CUDA, or the CPU (interpreted)."""
 
-    def device_reason(self, tensors) -> str | None:
-        if not tensors:
+    def device_reason(self, devices: set[torch.device]) -> str | None:
+        if not devices:
             return None
-        device = device_of(tensors)
-        if device is None:
+        if len(devices) > 1:
             return "the tensors are on several devices"
+        (device,) = devices
         if device.type not in ("cuda", "cpu"):
             return f"Triton does not run on {device.type}"
         return None
