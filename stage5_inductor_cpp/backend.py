@@ -85,16 +85,18 @@ class CompiledGraph:
             log.info("running the graph in torch: %s", reason)
 
     def eager_reason(self, args) -> str | None:
-        """Why these arguments cannot run the kernels (checked on every call), or None."""
-        tensors = [a for a in args if isinstance(a, torch.Tensor)]
-        devices = {t.device for t in tensors}  # once: a model passes hundreds of tensors
-        if reason := self.device_reason(devices):
-            return reason
-        if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+        """Why these arguments cannot run the kernels this call (autograd, autocast), or None."""
+        if torch.is_grad_enabled() and any(
+            isinstance(a, torch.Tensor) and a.requires_grad for a in args
+        ):
             return "autograd needs the graph (the kernels have no backward)"
         # Autocast picks each op's dtype as it runs (a bfloat16 matmul, a float32 sum);
         # kernels compiled for float32 would read its results as float32.
-        for device in sorted({d.type for d in devices} or {"cpu"}):
+        if not any(map(torch.is_autocast_enabled, AUTOCAST_DEVICES)):
+            return None  # the usual case: no pass over the tensors' devices
+        for device in sorted(
+            {a.device.type for a in args if isinstance(a, torch.Tensor)} or {"cpu"}
+        ):
             if torch.is_autocast_enabled(device):
                 return f"autocast is on for {device}: torch picks each op's dtype as it runs"
         return None
@@ -110,17 +112,25 @@ class CompiledGraph:
         return compile_graph(gm, args)
 
     def specialize(self, args) -> CompiledCode | None:
-        """The code for these arguments (compiled now if new), or None to run them in torch."""
+        """The code for these arguments (compiled now if new), or None to run them in torch.
+
+        The key holds every tensor's device, so the devices are checked only for a new key."""
+        key = specialization_key(args)
+        known = self.specializations.get(key) if key is not None else None
+        if known is None:
+            devices = {a.device for a in args if isinstance(a, torch.Tensor)}
+            if reason := self.device_reason(devices):
+                self.ran_in_torch(reason)
+                return None
         if reason := self.eager_reason(args):
             self.ran_in_torch(reason)
             return None
-        key = specialization_key(args)
         if key is None:
             self.ran_in_torch("an argument is neither a tensor nor a Python number")
             return None
-        if key not in self.specializations:
-            self.specializations[key] = self.compile_graph(self.gm, args)
-        self.last = self.specializations[key]
+        if known is None:
+            known = self.specializations[key] = self.compile_graph(self.gm, args)
+        self.last = known
         if self.last.torch_reason:
             self.ran_in_torch(self.last.torch_reason)
         elif shares_written_memory(args, self.last.written_inputs):
@@ -141,6 +151,9 @@ class CompiledGraph:
         if self.last:
             return self.last.code
         return "\n".join(f"# the graph runs in torch: {reason}" for reason in self.torch_reasons)
+
+
+AUTOCAST_DEVICES = ("cpu", "cuda")
 
 
 def shares_written_memory(args, written: tuple[int, ...]) -> bool:
