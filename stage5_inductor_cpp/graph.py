@@ -48,6 +48,7 @@ from .lowering import (
     SUPPORTED_DTYPES,
     EagerOnly,
     Fallback,
+    as_pointwise,
     is_tensor,
     make_pointwise,
 )
@@ -55,14 +56,14 @@ from .meta_run import MetaRun, attribute, run_on_meta, storage_id, tensors_in
 
 log = get_logger("kernels")
 
-# A value used more than once is computed once into a buffer when it is this expensive;
-# below it, recomputing in each consumer is cheaper than a round trip through memory.
 # Ops whose meta function disagrees with the device's kernels about the result's strides:
 # the CPU's flash attention returns (B, T, H, D) memory, its meta function (B, H, T, D).
 # Declared wrong, every call would copy the result (`with_layout`); so one call on zeros
 # at compile time says what the kernels return.
 STRIDES_FROM_A_CALL = (torch.nn.functional.scaled_dot_product_attention,)
 
+# A value used more than once is computed once into a buffer when it is this expensive;
+# below it, recomputing in each consumer is cheaper than a round trip through memory.
 REUSE_COST = 20
 MAX_INLINE_COST = 200
 
@@ -122,13 +123,6 @@ def broadcasts_to(shape, target) -> bool:
     if len(shape) > len(target):
         return False
     return all(s in (1, t) for s, t in zip(reversed(shape), reversed(target), strict=False))
-
-
-def as_pointwise(value) -> Pointwise:
-    """A tensor value as a computation that loads it (a buffer) or computes it (a Pointwise)."""
-    if isinstance(value, Pointwise):
-        return value
-    return Pointwise(value.dtype, tuple(value.ranges), value.loader(), value.cost)
 
 
 def reads_only_its_element(data: Pointwise, layout: Layout, name: str, written) -> bool:
@@ -536,8 +530,10 @@ class GraphLowering:
         def zeros(value):
             if not isinstance(value, torch.Tensor):
                 return value
-            real = torch.empty_strided(value.shape, value.stride(), dtype=value.dtype)
-            return real.to(self.device).zero_()
+            real = torch.empty_strided(
+                value.shape, value.stride(), dtype=value.dtype, device=self.device
+            )
+            return real.zero_()
 
         args, kwargs = pytree.tree_map(zeros, (meta_args, meta_kwargs))
         return tuple(target(*args, **kwargs).stride())

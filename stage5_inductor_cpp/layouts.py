@@ -28,8 +28,8 @@ import torch.fx
 
 from stage1_eval_frame.logs import get_logger
 
-from .ir import BufferView, InputBuffer, Layout, Pointwise, Reduction
-from .lowering import is_tensor
+from .ir import BufferView, InputBuffer, Layout, Reduction
+from .lowering import as_pointwise, is_tensor, reindex
 from .meta_run import Snapshot, snapshot, storage_id
 
 log = get_logger("kernels")
@@ -81,9 +81,8 @@ def land(graph, value, want: Snapshot, copy: bool = False) -> BufferView:
     stride = eager_stride(value, want)
     if stride is None:
         log.info("eager's strides %s are a view's: the output is contiguous", list(want.stride))
-    if isinstance(value, BufferView):  # a copy, which fuses into the kernel that computes it
-        value = Pointwise(value.dtype, tuple(value.ranges), value.loader(), value.cost)
-    return graph.add_buffer(value, stride)
+    # a buffer's copy fuses into the kernel that computes it
+    return graph.add_buffer(as_pointwise(value), stride)
 
 
 CONVOLUTIONS = (torch.conv2d, torch.nn.functional.conv2d)
@@ -144,8 +143,7 @@ def channels_last(graph, value) -> BufferView:
             value, ranges=(n, h, w, c), inner_fn=lambda i, r: inner(nchw(i), r)
         )
     else:
-        load, cost = value.loader(), getattr(value, "cost", 1)
-        data = Pointwise(value.dtype, (n, h, w, c), lambda i: load(nchw(i)), cost)
+        data = as_pointwise(reindex(value, (n, h, w, c), nchw))
     stored = graph.add_buffer(data)
     return BufferView(stored.buffer, Layout(size, want, value.dtype))
 

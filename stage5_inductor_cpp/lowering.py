@@ -142,6 +142,13 @@ def make_pointwise(fn, *args, dtype, compute=None):
     return Pointwise(dtype, ranges, inner_fn, cost)
 
 
+def as_pointwise(value) -> Pointwise:
+    """A tensor value as a computation that loads it (a buffer) or computes it (a Pointwise)."""
+    if isinstance(value, Pointwise):
+        return value
+    return Pointwise(value.dtype, tuple(value.ranges), value.loader(), value.cost)
+
+
 def reindex(value, ranges, reindex_fn):
     """A view: `out[idx] = value[reindex_fn(idx)]`; buffers keep a (new) layout, no copy."""
     if isinstance(value, BufferView):
@@ -210,7 +217,7 @@ def reshape_to(graph, x, ranges):
         if of_an_input and graph.current_target == "view":
             raise Fallback("view of a non-contiguous input: torch decides whether it is valid")
         # Copy into a contiguous buffer (what torch.reshape does for such a tensor too).
-        x = graph.add_buffer(Pointwise(x.dtype, tuple(x.ranges), x.loader(), x.cost))
+        x = graph.add_buffer(as_pointwise(x))
     return BufferView(
         x.buffer, Layout(ranges, contiguous_strides(ranges), x.dtype, x.layout.offset)
     )
