@@ -188,8 +188,12 @@ HEAVY_OPS = frozenset({"exp", "log", "log1p", "log2", "sigmoid", "tanh"})
 def step_reads(step) -> set[str]:
     """The buffers a step loads (an extern: its tensor arguments)."""
     if isinstance(step, ExternCall):
-        return {view.buffer.name for view in step.buffer.inputs()}
+        return extern_reads(step.buffer)
     return set().union(*[node.reads() for node in step.nodes])
+
+
+def extern_reads(buffer: ExternKernel) -> set[str]:
+    return {view.buffer.name for view in buffer.inputs()}
 
 
 def other_element(name, index, writer: SchedulerNode, reader: SchedulerNode, n: int):
@@ -217,7 +221,7 @@ def live_buffers(graph) -> list:
     kept = []
     for buffer in reversed(graph.buffers):
         if isinstance(buffer, ExternKernel):
-            live |= {view.buffer.name for view in buffer.inputs()}
+            live |= extern_reads(buffer)
         elif buffer.name in live or (isinstance(buffer, WriteBack) and buffer.name in inputs):
             live |= SchedulerNode(buffer).reads()
         else:

@@ -12,6 +12,7 @@ the buffers the kernel writes: a kernel that writes a graph input in place reads
 """
 
 import dataclasses
+import functools
 import hashlib
 import json
 import warnings
@@ -45,7 +46,7 @@ class Config:
     num_warps: int
     looped: bool = False  # launch the kernel's `_looped` variant (when a row also fits)
 
-    @property
+    @functools.cached_property  # read on every launch
     def meta(self) -> dict:
         """The kernel's `tl.constexpr` arguments."""
         return {"XBLOCK": self.XBLOCK} | ({"RBLOCK": self.RBLOCK} if self.RBLOCK else {})
