@@ -20,7 +20,7 @@ import math
 import torch
 import torch.fx
 
-from stage5_inductor_cpp.backend import CompiledCode, CompiledGraph, compile_graph
+from stage5_inductor_cpp.backend import CompiledCode, CompiledGraph, compile_graph, devices_of
 from stage5_inductor_cpp.scheduler import FusedKernel
 from stage5_inductor_cpp.wrapper import WrapperCode
 
@@ -82,7 +82,7 @@ class TritonKernels:
 
 
 def device_of(args) -> torch.device | None:
-    devices = {a.device for a in args if isinstance(a, torch.Tensor)}
+    devices = devices_of(args)
     return next(iter(devices)) if len(devices) == 1 else None
 
 

@@ -5,7 +5,7 @@ import torch
 
 import stage3_guards
 from stage5_inductor_cpp import CompiledGraph, compile_fx
-from stage5_inductor_cpp.backend import compile_graph, load_cpp, write_cpp
+from stage5_inductor_cpp.backend import SameArguments, compile_graph, load_cpp, write_cpp
 from stage5_inductor_cpp.graph import LoweringError
 from stage5_inductor_cpp.lowering import LOWERINGS
 from tests.oracle import assert_same_as_eager
@@ -20,6 +20,35 @@ def test_new_shapes_compile_a_new_specialisation():
     x = torch.randn(6, 4).t()  # new strides
     torch.testing.assert_close(compiled(x), x.sin() + 1)
     assert len(compiled.specializations) == 4
+
+
+def test_same_arguments_checks_what_the_key_holds():
+    x = torch.randn(4, 3)
+    same = SameArguments([x, 2, None], code=None)
+    assert same([torch.randn(4, 3), 2, None])
+    differ = [
+        [torch.randn(3, 4), 2, None],  # sizes
+        [torch.randn(3, 4).t(), 2, None],  # strides
+        [torch.randn(4, 3, dtype=torch.float64), 2, None],
+        [torch.randn(4, 3, requires_grad=True), 2, None],
+        [torch.randn(4, 3), 3, None],  # an integer's value
+        [torch.randn(4, 3), 2.0, None],  # ... and type
+        [torch.randn(4, 3), 2],  # the count
+        [torch.randn(4, 3), torch.tensor(2), None],
+    ]
+    assert not any(same(args) for args in differ)
+
+
+def test_the_last_specialisation_is_found_again_after_another():
+    compiled = compile_fx(torch.fx.symbolic_trace(lambda a, n: a * n), [torch.randn(4), 2])
+    for args in [
+        (torch.randn(4), 2),
+        (torch.randn(5), 2),
+        (torch.randn(4), 3),
+        (torch.randn(4), 2),
+    ]:
+        torch.testing.assert_close(compiled(*args), args[0] * args[1])
+    assert len(compiled.specializations) == 3
 
 
 def test_torch_compile_with_dynamic_shapes():
