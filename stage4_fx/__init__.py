@@ -11,13 +11,13 @@ function holding the rest of the bytecode (`resume.py`) is compiled in turn.
 `diagrams.py` draws graphs and breaks (Mermaid, for the book).
 Read `convert.py` first, then `resume.py`.
 
-    >>> opt = stage4_fx.compile(fn, backend="eager")
+    >>> opt = stage4_fx.compile(fn, backend="eager")  # or stage4_fx.optimize("eager")(fn)
     >>> stage4_fx.explain(fn)(x).graph_count
 """
 
 from .backends import BackendCompilerFailed, list_backends, lookup_backend, register_backend
 from .breaks import GraphBreak, GraphBreakError
-from .compile import compile, reset
+from .compile import compile, optimize, reset
 from .diagrams import breaks_diagram, graph_diagram
 from .explain import ExplainOutput, explain
 
@@ -32,6 +32,7 @@ __all__ = [
     "graph_diagram",
     "list_backends",
     "lookup_backend",
+    "optimize",
     "register_backend",
     "reset",
 ]

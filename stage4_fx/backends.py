@@ -3,21 +3,39 @@
 A backend gets the FX graph of one captured region and real example values of
 its inputs, and returns something to call with those inputs instead of the
 graph. `eager` returns the graph itself; a user's function may print the
-graph, rewrite it (remove dropout) or hand it to a real compiler; torch's own
-backends (`"inductor"`, `"aot_eager"`) are found through torch's registry, so
-they work here unchanged. torch/_dynamo/backends/registry.py is the original.
+graph, rewrite it (remove dropout) or hand it to a real compiler.
+
+A name means ours first: `eager` and `aot_eager` here, `inductor_cpp` (stage 5)
+and `inductor` (stage 6), which register themselves on import or are found by
+entry point, since stage 4 may not import them. Only a name we do not have is
+looked up in torch's registry, and the `graph` log says, for every graph, which
+backend compiled it. torch/_dynamo/backends/registry.py is the original.
 """
 
+import functools
 import importlib.metadata
 from collections.abc import Callable
 
 import torch
 
+from stage1_eval_frame import call_unhooked
 from stage1_eval_frame.logs import get_logger
 from stage3_guards import CompileError
 
 _BACKENDS: dict[str, Callable] = {}
 log = get_logger("graph")
+
+# The names the stages above this one give their backends. They are ours even before their
+# stage is imported: they never fall through to torch's registry, where the same names mean
+# torch's own compilers.
+ABOVE = {"inductor_cpp": "stage5_inductor_cpp", "inductor": "stage6_inductor_triton"}
+OUR_PACKAGES = (__package__, *ABOVE.values())
+# What to do when a backend of ours does not import (its stage needs a package not installed).
+WHEN_MISSING = {
+    "inductor": "Stage 6 needs Triton: pip install -e '.[triton]'. Or ask for 'inductor_cpp', "
+    "stage 5's C++ inductor, which is what 'inductor' runs for CPU tensors.",
+}
+OWNERS = {"torch": "torch's", **dict.fromkeys(OUR_PACKAGES, "ours")}  # top-level package -> owner
 
 
 def register_backend(compiler_fn: Callable | None = None, *, name: str | None = None):
@@ -41,32 +59,85 @@ def _entry_points() -> dict:
     return {ep.name: ep for ep in importlib.metadata.entry_points(group="minidynamo.backends")}
 
 
-def list_backends() -> list[str]:
-    """Our backends: registered, or declared by an installed package (torch's own are
-    reachable by name too, see `lookup_backend`)."""
-    return sorted(set(_BACKENDS) | set(_entry_points()))
+def owner(module: str) -> str:
+    """ "ours", "torch's" or "user's", by the top-level package of a backend's module."""
+    return OWNERS.get(module.partition(".")[0], "user's")
+
+
+def origin(backend: Callable) -> str:
+    """Where a backend comes from, as the log and `list_backends()` say it:
+    `stage4_fx.backends.eager (ours)`, `torch._inductor.compile_fx.compile_fx (torch's)`."""
+    fn = backend.func if isinstance(backend, functools.partial) else backend
+    module = getattr(fn, "__module__", None) or type(fn).__module__
+    name = getattr(fn, "__qualname__", None) or type(fn).__qualname__
+    return f"{module}.{name} ({owner(module)})"
+
+
+def list_backends() -> dict[str, str]:
+    """Every backend a name reaches, and where it comes from, ours first, then a user's
+    (`register_backend`), then torch's for the names only torch's registry has. torch's
+    compilers whose names we took ("inductor", "aot_eager") are reached by their object."""
+    found = {name: origin(fn) for name, fn in _BACKENDS.items()}
+    for name, entry_point in _entry_points().items():
+        declared = f"{entry_point.value}, not imported yet ({owner(entry_point.module)})"
+        found.setdefault(name, declared)
+    for name in torch._dynamo.list_backends(exclude_tags=()):
+        found.setdefault(name, "torch._dynamo's registry (torch's)")
+    rank = {"ours": 0, "user's": 1, "torch's": 2}
+
+    def order(item):
+        name, where = item
+        return rank[where[where.rindex("(") + 1 : -1]], name
+
+    return dict(sorted(found.items(), key=order))
 
 
 def lookup_backend(backend) -> Callable:
-    """A backend from a name or a callable: ours first, then torch's registry."""
+    """A backend from a callable, or from a name: ours (registered, then declared by an entry
+    point), then torch's registry for a name we do not have."""
     if callable(backend):
         return backend
     if not isinstance(backend, str):
         raise TypeError(f"backend must be a name or a callable, not {backend!r}")
     if backend not in _BACKENDS and backend in (entry_points := _entry_points()):
-        _BACKENDS[backend] = entry_points[backend].load()
+        _BACKENDS[backend] = load(entry_points[backend])
     if backend in _BACKENDS:
         return _BACKENDS[backend]
-    try:
-        found = torch._dynamo.lookup_backend(backend)
-        log.info("backend %r is torch's own, not minidynamo's", backend)
-        return found
-    except Exception as error:  # torch raises InvalidBackend (its own class) for unknown names
+    if backend in ABOVE:
+        package = ABOVE[backend]
         raise ValueError(
-            f"unknown backend {backend!r}: ours are {list_backends()}, and torch does not know it "
-            f"either ({type(error).__name__}). Pass a callable `backend(gm, example_inputs)`, "
-            "or register one with `stage4_fx.register_backend`."
+            f"backend {backend!r} is {package}'s, which has not registered it: stage 4 finds it "
+            f"by entry point once minidynamo is installed (pip install -e .), or after "
+            f"`import {package}`. torch's own {backend!r} is not used in its place; pass "
+            f"torch._dynamo.lookup_backend({backend!r}) if that is the one you want."
+        )
+    return torch_backend(backend)
+
+
+def load(entry_point) -> Callable:
+    """The backend an entry point declares, or why its package does not import here."""
+    try:
+        return entry_point.load()
+    except ImportError as error:
+        raise ImportError(
+            f"backend {entry_point.name!r} is {entry_point.value}, which does not import here "
+            f"({type(error).__name__}: {error}). {WHEN_MISSING.get(entry_point.name, '')}"
         ) from error
+
+
+def torch_backend(name: str) -> Callable:
+    """A backend only torch's registry has (`"cudagraphs"`), or a clear error."""
+    try:
+        found = torch._dynamo.lookup_backend(name)
+    except torch._dynamo.exc.InvalidBackend as error:
+        ours = [name for name, where in list_backends().items() if not where.endswith("(torch's)")]
+        raise ValueError(
+            f"unknown backend {name!r}: ours are {ours}, and torch's registry does not have it "
+            "either. Pass a callable `backend(gm, example_inputs)`, or register one with "
+            "`stage4_fx.register_backend`."
+        ) from error
+    log.info("backend %r is %s: minidynamo has none of that name", name, origin(found))
+    return found
 
 
 class BackendCompilerFailed(CompileError):
@@ -86,3 +157,36 @@ class BackendCompilerFailed(CompileError):
 def eager(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
     """Run the graph as it is: the FX GraphModule's generated `forward`."""
     return gm.forward
+
+
+@register_backend
+def aot_eager(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+    """AOTAutograd with no compiler, as torch's `aot_eager`: the graph is traced to ATen ops
+    on fake tensors, functionalised, and split into a forward and a backward graph, which run
+    as they are. The tracing and the partition are torch's (`aot_module_simplified`, with
+    the partitioner torch's aot_eager uses) until issue 14 brings our own; what this backend
+    adds is that the name stays ours and that the graphs run with the hook off."""
+    # Imported on first use: torch._functorch.aot_autograd pulls in sympy and torch._dynamo,
+    # a second of start-up that a program using only `eager` should not pay.
+    from torch._functorch.aot_autograd import aot_module_simplified
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
+
+    return aot_module_simplified(
+        gm,
+        example_inputs,
+        fw_compiler=run_as_is,
+        partition_fn=min_cut_rematerialization_partition,
+        keep_inference_input_mutations=True,
+    )
+
+
+def run_as_is(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
+    """AOTAutograd's compiler for `aot_eager` (torch: `boxed_nop`): the graph, called with a
+    list of arguments as AOTAutograd calls its graphs, and with the hook off, since autograd
+    may run the backward graph inside a compiled region, where its frame would be compiled."""
+
+    def run(args: list):
+        return call_unhooked(gm.forward, *args)
+
+    run._boxed_call = True  # AOTAutograd's sign for "takes the argument list"
+    return run

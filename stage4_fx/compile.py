@@ -122,7 +122,7 @@ def make_callback(options: CompileOptions):
 def compile(fn=None, *, backend="eager", fullgraph: bool = False):
     """Compile a function or an nn.Module; also a decorator, with or without arguments.
 
-    `backend` is a name (`list_backends()`, or one of torch's: "inductor") or a
+    `backend` is a name (`list_backends()`: ours first, then torch's) or a
     callable `backend(gm, example_inputs) -> callable`. With `fullgraph=True`
     the first graph break raises GraphBreakError (where and why) instead of
     splitting the function.
@@ -131,6 +131,32 @@ def compile(fn=None, *, backend="eager", fullgraph: bool = False):
     if fn is None:
         return functools.partial(_wrap, options=options)
     return _wrap(fn, options)
+
+
+def optimize(backend, nopython: bool = False) -> "OptimizeContext":
+    """`torch._dynamo.optimize`, the older spelling of `compile`: `optimize(backend)(fn)`
+    compiles `fn` (or a module) as `compile(fn, backend=backend, fullgraph=nopython)` does,
+    and `with optimize(backend):` compiles every frame that starts inside the block."""
+    return OptimizeContext(CompileOptions(lookup_backend(backend), fullgraph=nopython))
+
+
+class OptimizeContext:
+    """What `optimize` returns: a decorator and a context manager over one set of caches
+    (torch: `_TorchDynamoContext` in torch/_dynamo/eval_frame.py)."""
+
+    def __init__(self, options: CompileOptions):
+        self.options = options
+        self._previous = []  # the callbacks the `with` blocks replaced; they may nest
+
+    def __call__(self, fn):
+        return _wrap(fn, self.options)
+
+    def __enter__(self):
+        self._previous.append(set_eval_frame(self.options.callback))
+        return self
+
+    def __exit__(self, *exc_info):
+        set_eval_frame(self._previous.pop())
 
 
 def _wrap(fn, options: CompileOptions):

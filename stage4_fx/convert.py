@@ -36,6 +36,7 @@ from bytecode import Bytecode, FreeVar, Instr, Label
 
 import stage2_symbolic_vm.vm as vm
 from stage1_eval_frame import call_unhooked, skip_code
+from stage1_eval_frame.logs import get_logger
 from stage2_symbolic_vm import variables
 from stage2_symbolic_vm.errors import CannotReconstruct, Unsupported
 from stage2_symbolic_vm.iterators import IteratorVariable
@@ -53,7 +54,7 @@ from stage3_guards import (
 from stage3_guards.replay import argument_names
 
 from . import breaks
-from .backends import BackendCompilerFailed
+from .backends import BackendCompilerFailed, origin
 from .breaks import GraphBreak
 from .codegen import GRAPH_OUT, PY312, Codegen, call, load_global
 from .graph import CapturedGraph, build_graph
@@ -69,6 +70,7 @@ from .resume import (
     resume_function,
 )
 
+graph_log = get_logger("graph")
 _serial = itertools.count(1)
 RESULT = "___result"
 INSTALLED: list[tuple[dict, str]] = []  # (globals, name) of every compiled graph, for reset()
@@ -279,6 +281,9 @@ def install_compiled_graph(frame, options, captured: CapturedGraph) -> str:
     """Hand the graph to the backend; put the result in the frame's globals, as Dynamo does."""
     L, G, F = frame.arguments, frame.globals, frame.function
     example_inputs = [source.get(L, G, F) for source in captured.sources]
+    graph_log.info(
+        "the graph of %s goes to the backend %s", frame.code.co_qualname, origin(options.backend)
+    )
     try:
         compiled = options.backend(captured.gm, example_inputs)
     except Exception as error:  # raised to the caller, on every call (a CompileError)

@@ -66,12 +66,6 @@ def test_torch_inductor_backend_gives_eagers_result():
     assert_same_as_eager(stage4_fx.compile(fn, backend=compile_fx), fn, x, y)
 
 
-def test_backend_by_torch_name():
-    assert stage4_fx.lookup_backend("aot_eager") is torch._dynamo.lookup_backend("aot_eager")
-    with pytest.raises(ValueError, match="unknown backend"):
-        stage4_fx.lookup_backend("no_such_backend")
-
-
 def test_register_backend_and_dropout_removing_backend():
     @stage4_fx.register_backend
     def no_dropout(gm, example_inputs):
