@@ -23,15 +23,19 @@ Early TorchDynamo generated one Python lambda from the checks, reading
 `L['self'].fc.weight` anew in each of them; torch 2.x builds a tree of C++
 guard objects (a `GuardManager` per source, whose "accessor" reads the value
 once for all the checks below it), faster but not something one can print and
-read. Ours reads like the first and reads values like the second. When the
-function says False, `failure_reason` re-checks the guards one by one to say
-which assumption broke, and how.
+read. Ours reads like the first and reads values like the second. The tensors'
+checks come last, all of them first in one C++ call (`check_tensors`: torch's
+TensorGuards, which early TorchDynamo called too), their Python checks deciding
+only when it says no. When the function says False, `failure_reason` re-checks
+the guards one by one to say which assumption broke, and how.
 """
 
 import ast
 import builtins
 from collections import Counter
 from dataclasses import dataclass
+
+from torch._C._dynamo.guards import TensorGuards
 
 from stage2_symbolic_vm.sources import AttrSource, GlobalSource, LocalSource, Source
 
@@ -60,25 +64,64 @@ def compile_guards(guards: list[Guard], name: str) -> GuardFunction:
     reads = SharedReads(guards, taken={"L", "G", "F", *namespace})
     lines = [f"def {function_name}(L, G, F):"]
     written = set()  # a check two guards share (no global hooks) runs once
-    for guard in guards:
-        checks = [check for code in guard.code if (check := reads.rewrite(code)) not in written]
-        written.update(checks)
-        lines.append(f"    # {' '.join(str(guard).split())}")  # one line, whatever reprs say
-        lines += [f"    {binding}" for binding in reads.new_bindings()]
-        lines += _return_false_unless(checks)
+    tensors = [g for g in guards if g.example is not None and g.example() is not None]
+    last_read = max((i for i, g in enumerate(guards) if g.source is not None), default=-1)
+    for i, guard in enumerate(guards):
+        if guard not in tensors:
+            lines += _guard_lines(guard, reads, written, indent="    ")
+        if i == last_read and tensors:
+            namespace["check_tensors"] = _tensors_check(tensors)
+            lines += _tensor_lines(tensors, reads, written)
     lines.append("    return True" + ("" if guards else "  # the trace relied on nothing"))
     source = "\n".join(lines) + "\n"
     return GuardFunction(guards, source, compile_function(source, function_name, namespace))
 
 
-def _return_false_unless(checks: list[str]) -> list[str]:
+def _guard_lines(guard: Guard, reads: "SharedReads", written: set, indent: str, hoisted=None):
+    """One guard: its comment, the locals it binds first (or into `hoisted`, to be bound
+    before it), `if not (...): return False`."""
+    checks = [check for code in guard.code if (check := reads.rewrite(code)) not in written]
+    written.update(checks)
+    lines = [f"# {' '.join(str(guard).split())}"]  # one line, whatever reprs say
+    if hoisted is None:
+        lines += reads.new_bindings()
+    else:
+        hoisted += reads.new_bindings()
     if not checks:
-        return ["    # (checked above)"]
-    if len(checks) == 1:
-        return [f"    if not ({checks[0]}):", "        return False"]
-    lines = ["    if not ("]
-    lines += [f"        {'and ' if i else ''}{check}" for i, check in enumerate(checks)]
-    return [*lines, "    ):", "        return False"]
+        lines.append("# (checked above)")
+    elif len(checks) == 1:
+        lines += [f"if not ({checks[0]}):", "    return False"]
+    else:
+        lines.append("if not (")
+        lines += [f"    {'and ' if i else ''}{check}" for i, check in enumerate(checks)]
+        lines += ["):", "    return False"]
+    return [indent + line for line in lines]
+
+
+def _tensor_lines(tensors: list[Guard], reads: "SharedReads", written: set) -> list[str]:
+    """The TENSOR_MATCH guards, after every other guard has checked the paths to them: one
+    C++ call checks all the tensors, and only when it says no do their checks in Python
+    decide (it is the stricter of the two: a Parameter and a Tensor differ for it)."""
+    values = [reads.read(guard.source.name()) for guard in tensors]
+    hoisted = reads.new_bindings()  # bound before the `if`: later guards may read them too
+    inside = []
+    for guard in tensors:
+        inside += _guard_lines(guard, reads, written, "        ", hoisted)
+    lines = [f"    # {len(tensors)} TENSOR_MATCH: all at once in C++, then one by one if it fails"]
+    lines += [f"    {binding}" for binding in hoisted]
+    return [*lines, f"    if not check_tensors({', '.join(values)}):", *inside]
+
+
+def _tensors_check(tensors: list[Guard]):
+    """torch's C++ check of tensors' type, dispatch keys, dtype, device, sizes, strides and
+    requires_grad (torch/csrc/dynamo/guards.cpp): what early TorchDynamo's guard lambdas
+    called as `___check_tensors`; torch 2.x's guard managers call the same checks."""
+    examples = [guard.example() for guard in tensors]
+    return TensorGuards(
+        *examples,
+        dynamic_dims_sizes=[list(t.size()) for t in examples],
+        dynamic_dims_strides=[list(t.stride()) for t in examples],
+    ).check
 
 
 class SharedReads:
@@ -135,13 +178,26 @@ class SharedReads:
                 continue  # not inside, or the read being defined itself
             if read_start < at or key not in self.locals:  # inside one replaced, or not shared
                 continue
-            if key not in self.bound:  # its own read uses its base's local, bound before it
-                self.bound.add(key)
-                read = self._replaced(text, read_start, read_end, reads)
-                self.bindings.append(f"{self.locals[key]} = {read}")
-            parts += [text[at:read_start].decode(), self.locals[key]]
+            parts += [text[at:read_start].decode(), self._local(text, read_start, read_end, reads)]
             at = read_end
         return "".join([*parts, text[at:end].decode()])
+
+    def _local(self, text: bytes, start: int, end: int, reads: list) -> str:
+        """The local of the shared read `text[start:end]`, bound first if this is its first
+        use (its own read uses its base's local, bound before it)."""
+        key = next(key for s, e, key in reads if (s, e) == (start, end))
+        if key not in self.bound:
+            self.bound.add(key)
+            self.bindings.append(f"{self.locals[key]} = {self._replaced(text, start, end, reads)}")
+        return self.locals[key]
+
+    def read(self, code: str) -> str:
+        """An expression for the value `code` reads: its local if it has one, else `code`
+        with the shared reads inside it replaced."""
+        reads, text = self.reads.setdefault(code, _reads(code))
+        if any((s, e) == (0, len(text)) and key in self.locals for s, e, key in reads):
+            return self._local(text, 0, len(text), reads)
+        return self.rewrite(code)
 
 
 def _reads(code: str) -> tuple[list[tuple[int, int, tuple]], bytes]:

@@ -214,3 +214,31 @@ def test_generated_code_shows_in_tracebacks():
 
         text = "".join(traceback.format_tb(error.__traceback__))
         assert "truediv = operator_truediv(L_x, 0)  # line 7" in text
+
+
+def test_tensors_are_checked_in_cpp_at_once_and_in_python_when_that_fails():
+    model = torch.nn.Linear(2, 2)
+    params = AttrSource(LocalSource("m"), "_parameters")
+    weight, bias = ItemSource(params, "weight"), ItemSource(params, "bias")
+    assumptions = [Assumption("tensor", LocalSource("x")), Assumption("tensor", weight)]
+    assumptions += [Assumption("tensor", bias), Assumption("type", LocalSource("m"))]
+    L = {"m": model, "x": torch.zeros(4)}
+    guards = build_guards(assumptions, L, {})
+    function = compile_guards(guards, "f")
+    assert "    L_m_parameters = L_m._parameters\n" in function.source  # bound before the `if`
+    assert "    if not check_tensors(L_x, L_m_parameters_weight, L_m_parameters_bias):\n" in (
+        function.source
+    )
+    assert function.check(L, {}, None)
+    # torch's check is the stricter: a negative view differs from a tensor in its dispatch
+    # keys, so the Python checks decide, and they see no difference
+    negative = {"m": model, "x": torch.zeros(4)._neg_view()}
+    assert function.check(negative, {}, None) and failure_reason(guards, negative, {}, None) is None
+    for new in ({"m": model, "x": torch.zeros(5)}, {"m": torch.nn.Linear(2, 3), "x": L["x"]}):
+        assert not function.check(new, {}, None) and failure_reason(guards, new, {}, None)
+
+
+def test_a_tensor_gone_before_the_guards_are_compiled_is_checked_in_python_alone():
+    guards = build_guards([Assumption("tensor", LocalSource("x"))], {"x": torch.zeros(4)}, {})
+    function = compile_guards(guards, "f")  # the tensor is freed: no example for torch's check
+    assert "check_tensors" not in function.source and function.check({"x": torch.ones(4)}, {}, None)
