@@ -15,9 +15,9 @@ call). TorchDynamo starts exactly here; so does every later stage.
 
 import sys
 
-if not ((3, 11) <= sys.version_info[:2] <= (3, 12)):
+if not ((3, 11) <= sys.version_info[:2] <= (3, 13)):
     raise ImportError(
-        f"minidynamo supports CPython 3.11 and 3.12; this is {sys.version.split()[0]}. "
+        f"minidynamo supports CPython 3.11, 3.12 and 3.13; this is {sys.version.split()[0]}. "
         "Its frame hook reads CPython's internal frame layout, which changes between versions."
     )
 

@@ -19,13 +19,16 @@
  *
  * A reader who knows C but not CPython's internals needs three facts:
  *   1. `_PyInterpreterFrame` (internal/pycore_frame.h, read through
- *      Py_BUILD_CORE) is the frame: `f_code`, `f_globals`, `f_builtins`, the
- *      function (`f_func` in 3.11, `f_funcobj` in 3.12) and `localsplus[]`,
- *      whose first slots are the arguments in order: positional,
- *      keyword-only, then the *args tuple and the **kwargs dict.
+ *      Py_BUILD_CORE) is the frame: the code (`f_code`; 3.13 calls it
+ *      `f_executable`, as a frame may one day run something other than a
+ *      code object), `f_globals`, `f_builtins`, the function (`f_func` in
+ *      3.11, `f_funcobj` since 3.12) and `localsplus[]`, whose first slots
+ *      are the arguments in order: positional, keyword-only, then the *args
+ *      tuple and the **kwargs dict. FRAME_CODE and FRAME_FUNCTION below
+ *      name the fields the same way on every version.
  *   2. Our function is called with a borrowed frame; the evaluator that
- *      runs it must also end it. 3.11 ends frames in the caller, 3.12 in
- *      the evaluator -- see finish_without_running().
+ *      runs it must also end it. 3.11 ends frames in the caller, 3.12 and
+ *      3.13 in the evaluator -- see finish_without_running().
  *   3. The hook is per interpreter in CPython; we make it per thread by
  *      keeping the callback in thread-local storage.
  * And one consequence: while our evaluator is installed, CPython no longer
@@ -40,14 +43,23 @@
 
 #include "skip_marks.h" /* SKIP answers, remembered per code object */
 
-#if PY_VERSION_HEX < 0x030b0000 || PY_VERSION_HEX >= 0x030d0000
-#error "minidynamo's frame evaluator supports CPython 3.11 and 3.12 only"
+#if PY_VERSION_HEX < 0x030b0000 || PY_VERSION_HEX >= 0x030e0000
+#error "minidynamo's frame evaluator supports CPython 3.11, 3.12 and 3.13 only"
+#endif
+#ifdef Py_GIL_DISABLED
+/* The per-thread state below is safe because the GIL runs one thread at a time. */
+#error "minidynamo's frame evaluator needs the GIL: use a default (not free-threaded) CPython"
 #endif
 
 #define Py_BUILD_CORE
 #include <internal/pycore_frame.h>
 #undef Py_BUILD_CORE
 
+#if PY_VERSION_HEX >= 0x030d0000
+#define FRAME_CODE(frame) _PyFrame_GetCode(frame) /* f_executable: code, in a function frame */
+#else
+#define FRAME_CODE(frame) ((frame)->f_code)
+#endif
 #if PY_VERSION_HEX >= 0x030c0000
 #define FRAME_FUNCTION(frame) ((frame)->f_funcobj)
 #else
@@ -76,8 +88,9 @@ static Py_ssize_t threads_with_callback = 0;
 static _PyFrameEvalFunction previous_eval = NULL;
 
 /* Frames deeper than this in one thread run without our evaluator: each
- * hooked frame costs C stack (about 1 kB) and, on 3.12, two units of
- * CPython's C-recursion budget (1500), which plain CPython does not spend.
+ * hooked frame costs C stack (about 1 kB) and, since 3.12, two units of
+ * CPython's C-recursion budget (1,500 on 3.12; on 3.13 it depends on the build),
+ * which plain CPython does not spend.
  * While a thread is that deep, the evaluator steps aside for every thread
  * (the hook is per interpreter): the frames below run as CPython runs them,
  * uncompiled, and a warning says so once. */
@@ -93,7 +106,7 @@ static Py_ssize_t skip_index = -1;
 /* The SKIP object callbacks return; the marks it leaves are in skip_marks.c. */
 static PyObject *skip_answer = NULL;
 
-/* The exception we raise into a frame to make CPython 3.12 unwind it. */
+/* The exception we raise into a frame to make CPython (3.12 and later) unwind it. */
 static PyObject *unwind_marker = NULL;
 
 /* ---- The Frame object handed to the callback ----------------------------
@@ -122,7 +135,7 @@ argument_slot_count(PyCodeObject *code)
 static PyObject *
 frame_snapshot(_PyInterpreterFrame *frame)
 {
-    PyCodeObject *code = frame->f_code;
+    PyCodeObject *code = FRAME_CODE(frame);
     Py_ssize_t n = argument_slot_count(code);
     PyObject *slots = PyTuple_New(n);
     if (slots == NULL) {
@@ -255,7 +268,7 @@ static PyTypeObject SkipType = {
 
 /* ---- Ending a frame that we did not run ----------------------------------
  * In 3.11 the caller (_PyEval_Vector) clears and pops the frame after the
- * evaluator returns, so there is nothing to do. In 3.12 the evaluator must do
+ * evaluator returns, so there is nothing to do. Since 3.12 the evaluator must do
  * it, and the functions that do are private to CPython. Rather than copy them
  * (torch copies them into cpython_defs.c), we ask CPython to do it: we enter
  * the default evaluator with `throwflag` set and a pending exception, as
@@ -263,7 +276,7 @@ static PyTypeObject SkipType = {
  * covers that point, so CPython unwinds it -- clearing its slots and popping
  * it exactly as for any exception -- and returns NULL. We then drop our marker
  * exception and put back the replacement's own result or exception.
- * (A 3.12 tracer or sys.monitoring tool sees that frame start and unwind.) */
+ * (A tracer or sys.monitoring tool sees that frame start and unwind.) */
 static PyObject *
 finish_without_running(PyThreadState *tstate, _PyInterpreterFrame *frame, PyObject *result)
 {
@@ -274,6 +287,10 @@ finish_without_running(PyThreadState *tstate, _PyInterpreterFrame *frame, PyObje
     assert(unwound == NULL);
     Py_XDECREF(unwound);
     PyErr_Clear();
+    /* 3.13 counts a frame that has not started as started (its instr_ptr is at the first
+     * instruction; 3.12's prev_instr was before it), so the unwinding adds the frame to the
+     * marker's traceback, which would keep every replaced frame's arguments alive. */
+    PyException_SetTraceback(unwind_marker, Py_None);
     PyErr_SetRaisedException(pending);
 #else
     (void)tstate;
@@ -288,7 +305,7 @@ finish_without_running(PyThreadState *tstate, _PyInterpreterFrame *frame, PyObje
 static int
 is_hookable(_PyInterpreterFrame *frame, int throwflag)
 {
-    PyCodeObject *code = frame->f_code;
+    PyCodeObject *code = FRAME_CODE(frame);
     void *extra = NULL;
     if (throwflag || frame->owner != FRAME_OWNED_BY_THREAD) {
         return 0;
@@ -320,7 +337,7 @@ run_frame(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwflag)
         update_installed_evaluator();
         if (!warned_too_deep && !PyErr_Occurred()) { /* not while an error is thrown in */
             warned_too_deep = 1;
-            PyCodeObject *code = frame->f_code; /* the warning points at the deep function */
+            PyCodeObject *code = FRAME_CODE(frame); /* the warning points at the deep function */
             PyObject *message = PyUnicode_FromString(
                 "minidynamo: frames nested deeper than 400 run without the frame hook (as "
                 "plain Python), so that deep recursion does not overflow the C stack");
@@ -353,7 +370,7 @@ minidynamo_eval(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwflag
         return previous_eval(tstate, frame, throwflag);
     }
     if (callback == NULL || !is_hookable(frame, throwflag) ||
-        is_skipped_by(frame->f_code, callback)) {
+        is_skipped_by(FRAME_CODE(frame), callback)) {
         return run_frame(tstate, frame, throwflag);
     }
 
@@ -368,7 +385,7 @@ minidynamo_eval(PyThreadState *tstate, _PyInterpreterFrame *frame, int throwflag
     PyObject *replacement = PyObject_CallOneArg(callback, snapshot);
     thread_paused = 0;
 
-    if (replacement == skip_answer && skip_for((PyObject *)frame->f_code, callback) < 0) {
+    if (replacement == skip_answer && skip_for((PyObject *)FRAME_CODE(frame), callback) < 0) {
         Py_CLEAR(replacement); /* no memory for the mark: the call raises MemoryError */
     }
     Py_DECREF(callback);

@@ -26,6 +26,25 @@ static Py_ssize_t marks_index = -1;
 static PyObject *marked_codes = NULL; /* list of weak references to code objects */
 static Py_ssize_t marked_codes_pruned = 0; /* its length after the last pruning */
 
+/* What a weak reference points to (borrowed), or Py_None once the object died.
+ * 3.13 deprecates PyWeakref_GET_OBJECT, whose borrowed answer another thread
+ * could free where there is no GIL; we run with the GIL held (see the check in
+ * _eval_frame.c), so the object lives while we use it, as on 3.11 and 3.12. */
+static PyObject *
+referent(PyObject *ref)
+{
+#if PY_VERSION_HEX >= 0x030d0000
+    PyObject *object = NULL;
+    if (PyWeakref_GetRef(ref, &object) <= 0) { /* dead (0); -1 only for a non-weakref */
+        return Py_None;
+    }
+    Py_DECREF(object); /* the object's other owners keep it alive */
+    return object;
+#else
+    return PyWeakref_GET_OBJECT(ref);
+#endif
+}
+
 /* The marks of a code object (a borrowed list), or NULL if it has none. */
 static PyObject *
 marks_of(PyObject *code)
@@ -47,7 +66,7 @@ is_skipped_by(PyCodeObject *code, PyObject *callback)
         return 0;
     }
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(marks); i++) {
-        if (PyWeakref_GET_OBJECT(PyList_GET_ITEM(marks, i)) == callback) {
+        if (referent(PyList_GET_ITEM(marks, i)) == callback) {
             return 1;
         }
     }
@@ -61,7 +80,7 @@ drop_dead_references(PyObject *refs)
     Py_ssize_t kept = 0;
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(refs); i++) {
         PyObject *ref = PyList_GET_ITEM(refs, i);
-        if (PyWeakref_GET_OBJECT(ref) != Py_None) {
+        if (referent(ref) != Py_None) {
             Py_INCREF(ref);
             PyList_SetItem(refs, kept++, ref); /* drops the reference it replaces */
         }
@@ -145,7 +164,7 @@ clear_marks(PyObject *code)
     }
     marked_codes_pruned = PyList_GET_SIZE(marked_codes);
     for (Py_ssize_t i = 0; i < PyList_GET_SIZE(marked_codes); i++) {
-        PyObject *marks = marks_of(PyWeakref_GET_OBJECT(PyList_GET_ITEM(marked_codes, i)));
+        PyObject *marks = marks_of(referent(PyList_GET_ITEM(marked_codes, i)));
         if (marks != NULL && PyList_SetSlice(marks, 0, PyList_GET_SIZE(marks), NULL) < 0) {
             return -1;
         }
@@ -159,7 +178,7 @@ skipping_callbacks(PyObject *code)
     PyObject *callbacks = PyList_New(0);
     PyObject *marks = marks_of(code);
     for (Py_ssize_t i = 0; callbacks != NULL && marks != NULL && i < PyList_GET_SIZE(marks); i++) {
-        PyObject *callback = PyWeakref_GET_OBJECT(PyList_GET_ITEM(marks, i));
+        PyObject *callback = referent(PyList_GET_ITEM(marks, i));
         if (callback != Py_None && PyList_Append(callbacks, callback) < 0) {
             Py_CLEAR(callbacks);
         }
