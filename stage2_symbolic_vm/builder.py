@@ -84,6 +84,10 @@ def wrap_new(tx, value, source):
         if source is None:
             raise Unsupported("unsupported_value", "a tensor the frame cannot reach again")
         return wrap_tensor(tx, value, source)
+    if type(value) is int and source is not None:  # an int argument may be a symbol
+        symbolic = tx.trace.shapes.symbolic_int(tx, value, source)
+        if symbolic is not None:
+            return symbolic
     if is_constant_value(value):
         return ConstantVariable(value, source, trace if source is not None else None)
     if type(value) in (list, tuple):
@@ -206,9 +210,12 @@ def _where(source) -> str:
 
 
 def wrap_tensor(tx, value, source):
-    """An input tensor: an `input` node whose meta tensor copies shape, strides and dtype."""
+    """An input tensor: an `input` node whose meta tensor copies shape, strides and dtype
+    (a FakeTensor, with symbols for its dynamic sizes, in a trace with symbols: shapes.py)."""
     tx.trace.assume("tensor", source)
-    meta = torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device="meta")
-    meta.requires_grad_(value.requires_grad)
+    meta = tx.trace.shapes.fake_input(tx, value, source)
+    if meta is None:
+        meta = torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device="meta")
+        meta.requires_grad_(value.requires_grad)
     node = tx.trace.add_node("input", None, source=source, meta=meta, lineno=tx.lineno)
     return TensorVariable(node, meta, value.device, source=source, type_=type(value))

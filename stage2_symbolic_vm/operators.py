@@ -20,6 +20,7 @@ from .containers import (
 )
 from .errors import Unsupported
 from .objects import UserObjectVariable, class_lookup
+from .shapes import SymNodeVariable, has_symbols
 from .variables import UNKNOWN, ConstantVariable, TensorVariable
 
 # Operator opcodes as data (byterun and Dynamo do the same): the argrepr names the operator.
@@ -77,6 +78,8 @@ def binary_op(tx, fn, a, b):
         if isinstance(a, ConstantVariable):  # `acc = 0; acc += x`: an int has no __iadd__,
             fn = OUT_OF_PLACE.get(fn, fn)  # so Python falls back to `acc + x`, a new tensor
         return tx.record_call(fn, [a, b], {})
+    if isinstance(a, SymNodeVariable) or isinstance(b, SymNodeVariable):  # `x.size(0) * 2`
+        return tx.trace.shapes.arithmetic(tx, OUT_OF_PLACE.get(fn, fn), [a, b])
     if isinstance(a, SetVariable) and fn in SET_OPS:
         result = a.call_method(tx, SET_OPS[fn], [b], {})
         return a if fn.__name__.startswith("i") else result
@@ -130,6 +133,8 @@ def unary_op(tx, fn, a):
         return ConstantVariable(not a.truth(tx))
     if isinstance(a, TensorVariable):
         return tx.record_call(fn, [a], {})
+    if isinstance(a, SymNodeVariable):
+        return tx.trace.shapes.arithmetic(tx, fn, [a])
     result = tx.run_python(fn, a.as_python_constant())
     return tx.wrap_constant_result(result, fn.__name__)
 
@@ -139,6 +144,8 @@ def compare_op(tx, fn, a, b):
         if isinstance(a, ConstantVariable):  # `acc = 0; acc += x`: an int has no __iadd__,
             fn = OUT_OF_PLACE.get(fn, fn)  # so Python falls back to `acc + x`, a new tensor
         return tx.record_call(fn, [a, b], {})
+    if has_symbols(a) or has_symbols(b):  # `x.size(0) > 3`, `x.shape == y.shape`: decided
+        return tx.trace.shapes.arithmetic(tx, fn, [a, b])  # now, and guarded
     for view in (a, b):
         if isinstance(view, DictViewVariable):
             view.unpack(tx)  # read the values of a dict from outside: now they are constants

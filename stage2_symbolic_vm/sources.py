@@ -176,6 +176,21 @@ class DictItemSource(Source):
 
 
 @dataclass(frozen=True)
+class SizeSource(Source):
+    """`base.size()[dim]`: one size of a tensor, where a symbolic size is read again at each
+    call (torch: `TensorPropertySource(base, TensorProperty.SIZE, dim)`)."""
+
+    base: Source
+    dim: int
+
+    def name(self):
+        return f"{self.base.name()}.size()[{self.dim}]"
+
+    def describe(self):
+        return f"dim {self.dim} of {self.base.describe()}"
+
+
+@dataclass(frozen=True)
 class Assumption:
     """One fact the trace relied on; stage 3 turns each into a guard.
 

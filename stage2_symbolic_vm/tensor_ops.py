@@ -21,7 +21,7 @@ import operator
 import torch
 import torch.utils._pytree as pytree
 
-from . import meta_cache
+from . import meta_cache, shapes
 from .containers import DictVariable, ListVariable, SequenceVariable, TupleVariable
 from .errors import ObservedException, Unsupported
 from .trace import target_name
@@ -138,8 +138,15 @@ def to_values(value, meta: bool):
     """Variables -> what the op is called with: meta tensors (meta=True) or trace nodes."""
     if isinstance(value, TensorVariable):
         return value.meta if meta else value.node
+    if isinstance(value, shapes.SymNodeVariable):
+        return value.value if meta else value.node
+    if isinstance(value, shapes.SymSliceVariable):
+        return slice(*(to_values(part, meta) for part in value.parts))
     if isinstance(value, SequenceVariable):
-        return value.python_type()(to_values(v, meta) for v in value.items)
+        kind = value.python_type()
+        if kind is torch.Size and not meta:  # a size with symbols holds nodes: a tuple of them
+            kind = tuple
+        return kind(to_values(v, meta) for v in value.items)
     if isinstance(value, DictVariable):
         return {k: to_values(v, meta) for k, v in value.items.items()}
     if isinstance(value, list):
@@ -195,6 +202,18 @@ def run_on_meta(target, meta_args, meta_kwargs, shown):
         raise ObservedException(error, shown) from None
 
 
+def run_on_fakes(target, meta_args, meta_kwargs, shown, trace_shapes):
+    """`run_on_meta` in a trace with symbols: on FakeTensors, under their mode (no cache: the
+    answers hold symbols); an op whose output shape depends on the data is a graph break."""
+    with trace_shapes.mode(), shapes.unsupported_symbolic_ops():
+        try:
+            return meta_cache.run(target, meta_args, meta_kwargs)
+        except (RuntimeError, TypeError, ValueError, IndexError) as error:
+            if type(error).__module__.startswith(("torch._subclasses", "torch.fx.experimental")):
+                raise
+            raise ObservedException(error, shown) from None
+
+
 def static_shape(name: str) -> bool:
     """Whether the aten op of this name has a result shape that does not depend on the data
     (its overloads are not tagged `dynamic_output_shape`, as `nonzero`'s are)."""
@@ -243,24 +262,31 @@ def record_call(tx, target, args: list, kwargs: dict):
     except RuntimeError as error:
         raise ObservedException(error, shown) from None
     meta_args, meta_kwargs = to_values(list(args), True), to_values(dict(kwargs), True)
-    if name in FACTORIES or "device" in meta_kwargs:
+    symbolic = tx.trace.shapes.active  # FakeTensors keep their real device: nothing to move
+    if not symbolic and (name in FACTORIES or "device" in meta_kwargs):
         meta_kwargs["device"] = "meta"
-    if name == "to":
+    if not symbolic and name == "to":
         meta_args = [a if not isinstance(a, (str, torch.device)) else "meta" for a in meta_args]
-    if name in (
+    if not symbolic and name in (
         "cpu",
         "cuda",
     ):  # a meta tensor cannot move; the copy below stands for the moved tensor
         target, meta_args = "clone", meta_args[:1]
     versions = [t.meta._version for t in tensors]  # an op that writes bumps its target's
     with torch.set_grad_enabled(tx.root().grad_enabled):  # the mode of a `with no_grad()`
-        result = run_on_meta(target, meta_args, meta_kwargs, shown)
+        if symbolic:
+            result = run_on_fakes(target, meta_args, meta_kwargs, shown, tx.trace.shapes)
+            tx.trace.shapes.check_marked(tx)
+        else:
+            result = run_on_meta(target, meta_args, meta_kwargs, shown)
     written = [t for t, v in zip(tensors, versions, strict=True) if t.meta._version != v]
     if name == "setitem":  # `x[i] = v` returns None; what it produces is the changed `x`
         result = meta_args[0]
     if not tensors_in_meta(result):
         if name in METADATA_OPS and is_constant_value(result):
             return ConstantVariable(result)
+        if name in METADATA_OPS and symbolic and tensors:  # sizes with symbols in them
+            return tx.trace.shapes.metadata(tx, tensors[0], name, args, result)
         raise Unsupported(
             "untraceable_call", f"{shown} returns {type(result).__name__}, not a tensor"
         )

@@ -55,6 +55,7 @@ class Trace:
     nodes: list = field(default_factory=list)
     output: object = None
     assumptions: dict = field(default_factory=dict)  # Assumption -> None: an ordered set
+    shapes: object = None  # its symbols (shapes.py's Shapes), set by the VM
 
     @property
     def inputs(self) -> list:
@@ -113,6 +114,8 @@ def target_name(target) -> str:
 
 
 def _describe_meta(meta) -> str:
+    if type(meta).__name__ in ("SymInt", "SymFloat"):  # a symbolic int: `s0`, `2*s0`
+        return f"  # {meta}"
     if hasattr(meta, "dtype") and hasattr(meta, "shape"):
         dtype = str(meta.dtype).removeprefix("torch.")
         return f"  # {dtype}{list(meta.shape)}"

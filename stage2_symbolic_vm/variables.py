@@ -233,6 +233,8 @@ class TensorVariable(Variable):
             return ConstantVariable(self.device.type == "cpu")
         if name == "__class__":
             return tx.wrap(self.type_, None)
+        if name == "shape" and tx.trace.shapes.active:  # sizes may be symbols: as `x.size()`
+            return tx.record_call("size", [self], {})
         if name in self.CONSTANT_ATTRS:
             return ConstantVariable(getattr(self.meta, name))
         if name in self.TENSOR_ATTRS:
@@ -270,7 +272,8 @@ class TensorVariable(Variable):
     def unpack(self, tx):
         if self.meta.dim() == 0:
             raise ObservedException(TypeError("iteration over a 0-d tensor"))
-        return [self.getitem(tx, ConstantVariable(i)) for i in range(self.meta.shape[0])]
+        length = int(self.meta.shape[0])  # a symbolic length is specialised (and guarded)
+        return [self.getitem(tx, ConstantVariable(i)) for i in range(length)]
 
     def truth(self, tx):
         raise Unsupported(

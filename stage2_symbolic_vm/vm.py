@@ -26,7 +26,7 @@ import torch
 
 from stage1_eval_frame.logs import get_logger
 
-from . import builder, operators, tensor_ops
+from . import builder, operators, shapes, tensor_ops
 from .building import Building
 from .builtins_table import class_of
 from .containers import DictVariable, SequenceVariable
@@ -117,14 +117,20 @@ def trace(fn, *args, **kwargs) -> Trace:
     code = function.__code__
     if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
         raise Unsupported("unsupported_value", f"{code.co_qualname} is a generator function")
-    tx = InstructionTranslator(code, function.__globals__, Trace(code))
-    if isinstance(fn, types.MethodType):  # the method's `self` is not an argument of the call
-        tx.locals[code.co_varnames[0]] = LazyVariable(
-            fn.__self__, AttrSource(FunctionSource(), "__self__")
-        )
-    tx.locals.update({name: LazyVariable(value, LocalSource(name)) for name, value in L.items()})
-    tx.bind_closure(function)
-    output = tx.run()
+    with shapes.compiling(shapes.current_policy()):
+        while True:  # once, or twice when the first symbol appears late (shapes.RestartTrace)
+            tx = InstructionTranslator(code, function.__globals__, Trace(code))
+            if isinstance(fn, types.MethodType):  # the method's `self` is not an argument
+                tx.locals[code.co_varnames[0]] = LazyVariable(
+                    fn.__self__, AttrSource(FunctionSource(), "__self__")
+                )
+            tx.locals.update({n: LazyVariable(v, LocalSource(n)) for n, v in L.items()})
+            tx.bind_closure(function)
+            try:
+                output = tx.run()
+                break
+            except shapes.RestartTrace:
+                continue
     if tx.side_effects:
         raise Unsupported(
             "unsupported_mutation",
@@ -138,7 +144,7 @@ def trace(fn, *args, **kwargs) -> Trace:
 
 def output_structure(value: Variable):
     """The returned Variable as a structure of nodes and constants (Trace.output)."""
-    if isinstance(value, TensorVariable):
+    if isinstance(value, (TensorVariable, shapes.SymNodeVariable)):
         return value.node
     if isinstance(value, SequenceVariable):
         return value.python_type()([output_structure(v) for v in value.items])
@@ -181,6 +187,8 @@ class InstructionTranslator(Building, ControlFlow):
         self.done = False
         self.handled: list = []  # the exceptions being handled (`except` blocks entered)
         self.grad_enabled = parent.root().grad_enabled if parent else torch.is_grad_enabled()
+        if trace.shapes is None:  # the root frame: symbols as the frame's cache decides
+            trace.shapes = shapes.Shapes(shapes.current_policy())
 
     # --- the interpreter loop -------------------------------------------------------------
 
@@ -570,6 +578,8 @@ class InstructionTranslator(Building, ControlFlow):
         container.call_method(self, "__delitem__", [key], {})
 
     def make_slice(self, parts):
+        if any(isinstance(p, shapes.SymNodeVariable) for p in parts):
+            return shapes.SymSliceVariable(parts)  # `x[:, :n]` for a symbolic n
         if not all(p.is_python_constant() for p in parts):
             raise Unsupported("unsupported_value", "a slice whose bounds are not Python constants")
         return ConstantVariable(slice(*(p.as_python_constant() for p in parts)))

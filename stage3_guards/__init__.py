@@ -12,6 +12,8 @@ it to the stage-1 hook in `jit(fn)` (`jit.py`). Read them in that order.
     >>> f(torch.ones(8), torch.ones(8))     # compiled; later calls hit the cache
 """
 
+from stage2_symbolic_vm.shapes import ConstraintViolationError, mark_dynamic, mark_static
+
 from .cache import (
     CacheEntry,
     CompileError,
@@ -35,6 +37,7 @@ __all__ = [
     "CompileError",
     "CompilerWarning",
     "Config",
+    "ConstraintViolationError",
     "Counters",
     "FrameCache",
     "Guard",
@@ -49,5 +52,7 @@ __all__ = [
     "counters",
     "failure_reason",
     "jit",
+    "mark_dynamic",
+    "mark_static",
     "reset",
 ]

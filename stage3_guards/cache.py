@@ -25,6 +25,7 @@ from dataclasses import dataclass, field, fields
 
 from stage1_eval_frame import SKIP, call_unhooked
 from stage1_eval_frame.logs import get_logger
+from stage2_symbolic_vm import shapes
 from stage2_symbolic_vm.errors import Unsupported
 from stage2_symbolic_vm.trace import Trace
 
@@ -42,6 +43,11 @@ class Config:
     """Knobs with torch's names (`torch._dynamo.config.recompile_limit`)."""
 
     recompile_limit: int = 8  # entries per code object before it runs eagerly for good
+    # A size (or int argument) seen to change between two compiles is a symbol in the next
+    # one (stage2_symbolic_vm/shapes.py); with assume_static_by_default=False every size is a
+    # symbol from the first compile. `compile(dynamic=True/False)` overrides both.
+    automatic_dynamic_shapes: bool = True
+    assume_static_by_default: bool = True
     # An error inside the compiler that is not a named `Unsupported` is a bug of ours. A user
     # gets one warning per frame and the frame runs eagerly; in strict mode (on in the test
     # suite, MINIDYNAMO_STRICT=1) the error is raised instead, so that no test passes by
@@ -112,14 +118,16 @@ class CacheEntry:
 class FrameCache:
     """The entries of one code object, and the decision to compile, recompile or give up."""
 
-    def __init__(self, code, compile_entry):
+    def __init__(self, code, compile_entry, dynamic: bool | None = None):
         self.code = code
         self.compile_entry = compile_entry  # frame -> CacheEntry; raises if it cannot
+        self.dynamic = dynamic  # torch.compile's `dynamic=`: None automatic, True, False
         self.lock = threading.Lock()  # one compile at a time; lookups never wait
         self.clear()
 
     def clear(self):
         self.entries: list[CacheEntry] = []  # replaced, never mutated: readers need no lock
+        self.frame_state = shapes.FrameState()  # the sizes its compiles saw (automatic dynamic)
         self.recompile_reasons: list[str] = []
         self.eager_reason: str | None = None  # set when the frame runs eagerly for good
         self.skip_reason: str | None = None  # set when it has nothing to compile (SkipFrame)
@@ -167,15 +175,19 @@ class FrameCache:
             if self.eager_reason is not None or not self.may_recompile(L, G, F):
                 counters.eager += 1
                 return None
+            policy = self.shape_policy()
             try:
-                entry = self.compile_entry(frame)
+                with shapes.compiling(policy):
+                    entry = self.compile_entry(frame)
                 if self.find(L, G, F, [entry]) is None:  # a bug, caught here not on every call
                     reason = failure_reason(entry.guards.guards, L, G, F)
                     raise AssertionError(  # a bug of ours: strict mode raises, else a warning
                         f"the new guards reject the values they were made from: {reason}"
                     )
             except Exception as error:
+                self.log_recompile(policy)
                 return self.run_eagerly(error)
+            self.log_recompile(policy)
             counters.compiled += 1
             self.entries = [entry, *self.entries]
             self.log_new_entry(entry)
@@ -199,8 +211,25 @@ class FrameCache:
             )
             return False
         counters.recompiles += 1
-        recompiles_log.info("recompiling %s: %s", self.describe(), reason)
         return True
+
+    def shape_policy(self) -> shapes.ShapePolicy:
+        """How this compile picks its symbols: the config, or `dynamic=` where it was given
+        (True: every size a symbol from the first compile; False: none but mark_dynamic's)."""
+        if self.dynamic is None:
+            automatic, static = config.automatic_dynamic_shapes, config.assume_static_by_default
+        else:
+            automatic, static = False, not self.dynamic
+        return shapes.ShapePolicy(self.frame_state, automatic, static)
+
+    def log_recompile(self, policy: shapes.ShapePolicy):
+        """Say why a recompile happened, with the sizes it made symbolic: "size of local 'x'
+        changed: expected (4, 8), got (5, 8); dim 0 of local 'x' is now dynamic"."""
+        if not self.entries:
+            return
+        reason = "; ".join([self.recompile_reasons[-1], *policy.notes])
+        self.recompile_reasons[-1] = reason
+        recompiles_log.info("recompiling %s: %s", self.describe(), reason)
 
     def run_eagerly(self, error: Exception):
         """The compiler could not handle this call: run the frame as it is, and say why.
@@ -213,7 +242,7 @@ class FrameCache:
         other exception is a bug of the compiler: strict mode raises it, otherwise
         the user gets one warning and the frame runs eagerly from then on.
         """
-        if isinstance(error, CompileError):
+        if isinstance(error, (CompileError, shapes.ConstraintViolationError)):
             raise error
         if isinstance(error, SkipFrame):
             counters.skipped += 1

@@ -94,6 +94,8 @@ class Guard:
                 actual = check.show(eval(check.actual, scope))
             except Exception as error:  # the value is not even shaped like before
                 actual = f"{type(error).__name__}: {error}"
+            if self.kind == "SHAPE_ENV":  # a relation: "L['x'].size()[0] >= 2 failed: ... = 1"
+                return f"{check.code} failed: {actual}"
             where = f" of {self.source.describe()}" if self.source is not None else ""
             expected = check.show(check.expected)
             return f"{check.what}{where} changed: expected {expected}, got {actual}"
@@ -232,6 +234,89 @@ def tensor_match(source: Source, value, names: Names) -> Guard:
         summary += ", requires_grad=True"
     example = weakref.ref(value)
     return Guard("TENSOR_MATCH", source, summary, checks, names.objects, example)
+
+
+def symbolic_tensor_match(source: Source, value, names: Names, fake, env) -> Guard:
+    """TENSOR_MATCH for a tensor with symbolic sizes: the static sizes and strides one by
+    one (torch's check_tensor takes None for the others), the rest in the SHAPE_ENV guard."""
+    expr = source.name()
+    sizes = [_static_value(s, env) for s in fake.size()]
+    strides = [_static_value(s, env) for s in fake.stride()]
+    dtype, device, grad = value.dtype, value.device, value.requires_grad
+    checks = [
+        _type_check(expr, type(value), names),
+        Check(f"{expr}.dtype is {names(dtype)}", "dtype", dtype, f"{expr}.dtype", _dtype),
+        Check(f"{expr}.device == {names(device, str(device))}", "device", device, f"{expr}.device"),
+        Check(f"{expr}.dim() == {len(sizes)}", "number of dims", len(sizes), f"{expr}.dim()"),
+    ]
+    for i, size in enumerate(sizes):
+        if size is not None:
+            actual = f"{expr}.size()[{i}]"
+            checks.append(Check(f"{actual} == {size}", f"size of dim {i}", size, actual))
+    for i, stride in enumerate(strides):
+        if stride is not None:
+            actual = f"{expr}.stride()[{i}]"
+            checks.append(Check(f"{actual} == {stride}", f"stride of dim {i}", stride, actual))
+    checks.append(
+        Check(f"{expr}.requires_grad is {grad}", "requires_grad", grad, f"{expr}.requires_grad")
+    )
+    shown = [_symbolic_text(s, env) for s in fake.size()]
+    summary = f"{_dtype(dtype)}, {device}, size=({', '.join(shown)}), stride="
+    summary += f"({', '.join(_symbolic_text(s, env) for s in fake.stride())})"
+    if value.requires_grad:
+        summary += ", requires_grad=True"
+    return Guard("TENSOR_MATCH", source, summary, tuple(checks), names.objects)
+
+
+def _static_value(size, env):
+    """An int, or a symbol the trace specialised to one value; None for a symbolic size."""
+    if isinstance(size, int):
+        return size
+    value = env.replace(size.node.expr)
+    return int(value) if value.is_number else None
+
+
+def _symbolic_text(size, env) -> str:
+    return str(size if isinstance(size, int) else env.replace(size.node.expr))
+
+
+def shape_env_guard(shapes) -> Guard | None:
+    """The relations between sizes the trace relied on, from the ShapeEnv (torch's
+    `produce_guards`), printed over our sources: `L['x'].size()[0] >= 2`,
+    `L['y'].size()[0] == L['x'].size()[0]`. None when the trace has no symbols."""
+    if shapes is None or not shapes.tracked:
+        return None
+    from torch.fx.experimental.symbolic_shapes import eval_is_non_overlapping_and_dense
+
+    from stage2_symbolic_vm.shapes import torch_source
+
+    shapes.check_marked(None)  # a mark specialised where no op saw it (kept: the first error)
+    placeholders = [value for _, value in shapes.tracked]
+    sources = [torch_source(source) for source, _ in shapes.tracked]
+    codes = [_readable(code) for code in shapes.env.produce_guards(placeholders, sources)]
+    if not codes:
+        return None
+    # The names torch's printer uses (torch/_dynamo/guards.py: CLOSURE_VARS)
+    scope = {"math": math, "torch": torch, "inf": math.inf}
+    scope["IsNonOverlappingAndDenseIndicator"] = eval_is_non_overlapping_and_dense
+    checks = tuple(Check(code, "sizes", code, _read_values(code), str) for code in codes)
+    return Guard("SHAPE_ENV", None, "; ".join(codes), checks, scope)
+
+
+def _readable(code: str) -> str:
+    """`2 <= L['x'].size()[0]` (sympy's order) as one reads it: `L['x'].size()[0] >= 2`."""
+    match = re.fullmatch(r"(-?\d+) <= (.+)", code)
+    if match is None or re.search(r"[<>=]=?", match.group(2)):
+        return code
+    return f"{match.group(2)} >= {match.group(1)}"
+
+
+def _read_values(code: str) -> str:
+    """An expression for what a failure shows: `"L['x'].size()[0] = " + str(...)`."""
+    from stage2_symbolic_vm.shapes import reads
+
+    parts = [f"{read!r} + ' = ' + str({read})" for read in reads(code)]
+    return " + ', ' + ".join(parts) or "'false'"
 
 
 def constant_match(source: Source, value, names: Names) -> Guard:
@@ -378,10 +463,15 @@ _ORDER = {"type": 0, "id": 0, "function": 0, "tensor": 1, "constant": 1, "length
 _ORDER |= {"dict_keys": 2, "absent": 2, "module_hooks": 2}
 
 
-def build_guards(assumptions, L: dict, G: dict, F=None) -> list[Guard]:
-    """One guard per assumption, reading the values the trace saw from L, G and F."""
+def build_guards(assumptions, L: dict, G: dict, F=None, shapes=None) -> list[Guard]:
+    """One guard per assumption, reading the values the trace saw from L, G and F; with
+    `shapes` (a trace's symbols, stage2_symbolic_vm/shapes.py), tensors with symbolic sizes
+    are matched dim by dim and the SHAPE_ENV guard comes last."""
     assumptions = list(assumptions)
     tensors = {a.source for a in assumptions if a.kind == "tensor"}
+    symbolic = {}
+    if shapes is not None and shapes.active:  # the fakes of tensors with symbolic sizes
+        symbolic = {s: v for s, v in shapes.tracked if isinstance(v, torch.Tensor)}
     names = Names()
     guards = []
     for assumption in sorted(assumptions, key=_check_order):
@@ -390,8 +480,12 @@ def build_guards(assumptions, L: dict, G: dict, F=None) -> list[Guard]:
         source = assumption.source
         readable = source is not None and assumption.kind != "absent"
         value = source.get(L, G, F) if readable else None
+        if assumption.kind == "tensor" and source in symbolic:
+            guards.append(symbolic_tensor_match(source, value, names, symbolic[source], shapes.env))
+            continue
         guards.append(GUARD_BUILDERS[assumption.kind](source, value, names))
-    return guards
+    shape_guard = shape_env_guard(shapes)
+    return guards if shape_guard is None else [*guards, shape_guard]
 
 
 def _check_order(assumption: Assumption):

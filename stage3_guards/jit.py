@@ -83,7 +83,8 @@ def compile_frame(frame) -> CacheEntry:
     frames_log.info("compiling %s (%s:%d)", code.co_name, code.co_filename, code.co_firstlineno)
     args, kwargs = call_arguments(code, frame.slots)
     trace = stage2_symbolic_vm.trace(frame.function, *args, **kwargs)
-    guards = build_guards(trace.assumptions, frame.arguments, frame.globals, frame.function)
+    L, G, F = frame.arguments, frame.globals, frame.function
+    guards = build_guards(trace.assumptions, L, G, F, shapes=trace.shapes)
     name = code.co_name
     return CacheEntry(compile_guards(guards, name), compile_replay(trace, name), trace)
 

@@ -15,6 +15,8 @@ Read `convert.py` first, then `resume.py`.
     >>> stage4_fx.explain(fn)(x).graph_count
 """
 
+from stage3_guards import mark_dynamic, mark_static
+
 from .backends import BackendCompilerFailed, list_backends, lookup_backend, register_backend
 from .breaks import GraphBreak, GraphBreakError
 from .compile import compile, optimize, reset
@@ -32,6 +34,8 @@ __all__ = [
     "graph_diagram",
     "list_backends",
     "lookup_backend",
+    "mark_dynamic",
+    "mark_static",
     "optimize",
     "register_backend",
     "reset",

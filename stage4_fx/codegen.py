@@ -22,6 +22,7 @@ import importlib
 import sys
 import types
 
+import torch
 from bytecode import FreeVar, Instr
 
 from stage2_symbolic_vm.errors import CannotReconstruct
@@ -35,6 +36,7 @@ from stage2_symbolic_vm.sources import (
     ImportSource,
     ItemSource,
     LocalSource,
+    SizeSource,
     Source,
 )
 from stage2_symbolic_vm.trace import Node
@@ -141,6 +143,12 @@ class Codegen:
             self.load_source(source.base)
             self.load_const(source.index)
             self.add(Instr("BINARY_SUBSCR"))
+        elif isinstance(source, SizeSource):  # a symbol's value: `torch.Tensor.size(x, 0)`
+            self.call_callable(
+                torch.Tensor.size,
+                lambda: self.load_source(source.base),
+                lambda: self.load_const(source.dim),
+            )
         else:  # F (the function object itself) is not reachable from bytecode
             raise CannotReconstruct(f"cannot read {source.describe()} from the new code")
 

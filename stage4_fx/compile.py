@@ -49,6 +49,7 @@ class CompileOptions:
 
     backend: Callable
     fullgraph: bool = False
+    dynamic: bool | None = None  # torch's meaning: None automatic, True symbols first, False never
     caches: dict = field(default_factory=dict)  # code -> stage-3 FrameCache
     frames: list[CompiledFrame] = field(default_factory=list)
     breaks: list[GraphBreak] = field(default_factory=list)
@@ -113,21 +114,24 @@ def make_callback(options: CompileOptions):
             if not is_user_code(frame.code) and frame.code not in options.entry_codes:
                 return SKIP  # never compiled: not shown to this callback again
             convert = functools.partial(convert_frame, options=options)
-            cache = options.caches[frame.code] = FrameCache(frame.code, convert)
+            cache = FrameCache(frame.code, convert, options.dynamic)
+            options.caches[frame.code] = cache
         return cache.lookup(frame)
 
     return callback
 
 
-def compile(fn=None, *, backend="eager", fullgraph: bool = False):
+def compile(fn=None, *, backend="eager", fullgraph: bool = False, dynamic: bool | None = None):
     """Compile a function or an nn.Module; also a decorator, with or without arguments.
 
     `backend` is a name (`list_backends()`: ours first, then torch's) or a
     callable `backend(gm, example_inputs) -> callable`. With `fullgraph=True`
     the first graph break raises GraphBreakError (where and why) instead of
-    splitting the function.
+    splitting the function. `dynamic` is torch's: None makes a size a symbol once it is seen
+    to change (automatic dynamic), True makes every size a symbol from the first call, False
+    keeps every size static (but those given to `mark_dynamic`).
     """
-    options = CompileOptions(lookup_backend(backend), fullgraph)
+    options = CompileOptions(lookup_backend(backend), fullgraph, dynamic)
     if fn is None:
         return functools.partial(_wrap, options=options)
     return _wrap(fn, options)

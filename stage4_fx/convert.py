@@ -24,6 +24,7 @@ value that only exists in the trace) the frame runs eagerly instead, and the
 functions it calls are still compiled.
 """
 
+import contextlib
 import dataclasses
 import dis
 import functools
@@ -32,12 +33,13 @@ import itertools
 import types
 from dataclasses import dataclass, field
 
+import torch
 from bytecode import Bytecode, FreeVar, Instr, Label
 
 import stage2_symbolic_vm.vm as vm
 from stage1_eval_frame import call_unhooked, skip_code
 from stage1_eval_frame.logs import get_logger
-from stage2_symbolic_vm import variables
+from stage2_symbolic_vm import shapes, variables
 from stage2_symbolic_vm.errors import CannotReconstruct, Unsupported
 from stage2_symbolic_vm.iterators import IteratorVariable
 from stage2_symbolic_vm.sources import LocalSource
@@ -167,7 +169,7 @@ def convert_frame(frame, options) -> CompiledFrame:
     any other error (a bug of ours) after recording it, for explain() and the logs."""
     try:
         return convert_frame_or_raise(frame, options)
-    except (Unsupported, CompileError, SkipFrame):
+    except (Unsupported, CompileError, SkipFrame, shapes.ConstraintViolationError):
         raise
     except Exception as error:
         code = frame.code
@@ -181,11 +183,15 @@ def convert_frame(frame, options) -> CompiledFrame:
 
 
 def convert_frame_or_raise(frame, options) -> CompiledFrame:
-    tx = start_translator(frame)
-    try:
-        result = tx.run()
-    except Unsupported as error:
-        return convert_break(frame, options, error, tx.visits)
+    while True:  # once, or twice when the first symbol appears late (shapes.RestartTrace)
+        tx = start_translator(frame)
+        try:
+            result = tx.run()
+            break
+        except shapes.RestartTrace:
+            continue
+        except Unsupported as error:
+            return convert_break(frame, options, error, tx.visits)
     if nothing_to_compile(frame, options, tx):
         raise SkipFrame("no tensor operation and no change outside the frame: nothing to compile")
     cg = Codegen(OutputIndex(), frame.globals)
@@ -267,7 +273,8 @@ def finish(frame, options, trace, cg, graph_break, resumes) -> CompiledFrame:
         call_graph.add(*call(len(captured.sources)), Instr("STORE_FAST", GRAPH_OUT))
         head += call_graph.instructions
     new_code = assemble(code, head + cg.instructions)
-    guards = build_guards(trace.assumptions, frame.arguments, frame.globals, frame.function)
+    L, G, F = frame.arguments, frame.globals, frame.function
+    guards = build_guards(trace.assumptions, L, G, F, shapes=trace.shapes)
     guard_function = compile_guards(guards, code.co_name)
     entry = CompiledFrame(code, new_code, guard_function, trace, captured, graph_break, resumes)
     # A resume function is compiled like the frame it came from, even where that frame's
@@ -280,12 +287,18 @@ def finish(frame, options, trace, cg, graph_break, resumes) -> CompiledFrame:
 def install_compiled_graph(frame, options, captured: CapturedGraph) -> str:
     """Hand the graph to the backend; put the result in the frame's globals, as Dynamo does."""
     L, G, F = frame.arguments, frame.globals, frame.function
-    example_inputs = [source.get(L, G, F) for source in captured.sources]
+    # As torch passes them: this call's tensors, and the SymInt of each symbolic int input
+    # (its placeholder's example value; at run time the graph gets the int itself).
+    example_inputs = [
+        example if isinstance(example, torch.SymInt) else source.get(L, G, F)
+        for source, example in zip(captured.sources, captured.examples, strict=True)
+    ]
     graph_log.info(
         "the graph of %s goes to the backend %s", frame.code.co_qualname, origin(options.backend)
     )
     try:
-        compiled = options.backend(captured.gm, example_inputs)
+        with backend_context(captured):
+            compiled = options.backend(captured.gm, example_inputs)
     except Exception as error:  # raised to the caller, on every call (a CompileError)
         where = f"{frame.code.co_qualname} ({frame.code.co_filename}:{frame.code.co_firstlineno})"
         raise BackendCompilerFailed(options.backend, error, where) from error
@@ -312,6 +325,18 @@ def install_compiled_graph(frame, options, captured: CapturedGraph) -> str:
     frame.globals[name] = first_call
     INSTALLED.append((frame.globals, name))
     return name
+
+
+def backend_context(captured: CapturedGraph):
+    """For a graph with symbols, torch's TracingContext holding its FakeTensorMode: torch's
+    own backends (inductor, aot_eager) find the ShapeEnv there, and the symbolic FakeTensors
+    of this call's tensors (`from_tensor` keeps one per tensor), as under torch.compile."""
+    fake_mode = getattr(captured.shapes, "fake_mode", None)
+    if fake_mode is None:
+        return contextlib.nullcontext()
+    from torch._guards import TracingContext, tracing
+
+    return tracing(TracingContext(fake_mode))
 
 
 def assemble(original, instructions) -> types.CodeType:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import torch
 import torch.fx
 
-from stage2_symbolic_vm.sources import Source
+from stage2_symbolic_vm.sources import SizeSource, Source
 from stage2_symbolic_vm.tensor_ops import changes_state
 from stage2_symbolic_vm.trace import Node, Trace, map_nodes
 
@@ -32,11 +32,15 @@ from stage2_symbolic_vm.trace import Node, Trace, map_nodes
 @dataclass(eq=False)
 class CapturedGraph:
     """A GraphModule and how to call it: inputs are read through `sources`, in order,
-    and output `i` of the returned tuple is the value of trace node `outputs[i]`."""
+    and output `i` of the returned tuple is the value of trace node `outputs[i]`.
+    `examples` are the trace's values of the inputs: meta tensors, or in a graph with
+    symbols FakeTensors and the SymInts of its symbolic int inputs."""
 
     gm: torch.fx.GraphModule
     sources: list[Source]
     outputs: list[Node]
+    examples: list = None
+    shapes: object = None  # the trace's symbols (stage2_symbolic_vm/shapes.py)
 
     def output_index(self, node: Node) -> int:
         return self.outputs.index(node)
@@ -68,25 +72,71 @@ def build_graph(trace: Trace, needed: list[Node]) -> CapturedGraph | None:
     def fx_node_of(node):
         return fx_nodes[node]
 
+    symbolic = trace.shapes is not None and trace.shapes.active
+    inputs, symbols = [], {}  # symbol -> its placeholder: one per symbol
     for node in trace.nodes:
-        if node.op == "input":
-            fx_nodes[node] = graph.placeholder(placeholder_name(node.source))
-            continue
-        args = map_nodes(node.args, fx_node_of)
-        kwargs = map_nodes(node.kwargs, fx_node_of)
-        create = graph.call_method if node.op == "call_method" else graph.call_function
-        fx_nodes[node] = create(node.target, tuple(args), kwargs)
+        if node.op == "input" and isinstance(node.source, SizeSource):
+            # Two sizes the ShapeEnv found equal (`x + y`, or equal sizes at the first call:
+            # its "duck sizing") are one symbol, so one placeholder; the guards check it.
+            symbol = node.meta.node.expr
+            if symbol in symbols:
+                fx_nodes[node] = symbols[symbol]
+                continue
+            symbols[symbol] = fx_nodes[node] = input_placeholder(graph, node)
+            inputs.append(node)
+        elif node.op == "input":
+            fx_nodes[node] = input_placeholder(graph, node)
+            inputs.append(node)
+        else:
+            args = map_nodes(node.args, fx_node_of)
+            kwargs = map_nodes(node.kwargs, fx_node_of)
+            create = graph.call_method if node.op == "call_method" else graph.call_function
+            fx_nodes[node] = create(node.target, tuple(args), kwargs)
+        if symbolic:  # what torch's graphs carry: FakeTensors with symbolic sizes, SymInts
+            fx_nodes[node].meta["example_value"] = node.meta
     graph.output(tuple(fx_nodes[n] for n in outputs))
     graph.eliminate_dead_code(is_impure_node=_is_impure)
-    inputs = trace.inputs
-    for node in inputs:  # an input nothing reads is not worth passing (Dynamo prunes them too)
-        if not fx_nodes[node].users:
-            graph.erase_node(fx_nodes[node])
-    sources = [n.source for n in inputs if fx_nodes[n].graph is graph and fx_nodes[n].users]
+    # An input nothing reads is not worth passing (Dynamo prunes them too), but a symbol in
+    # a kept tensor's sizes stays: a backend binds it from its placeholder.
+    unused = [n for n in inputs if not fx_nodes[n].users]
+    if symbolic:
+        sizes_of_kept = _symbols_of([n.meta for n in inputs if fx_nodes[n].users])
+        unused = [n for n in unused if not _binds(n, sizes_of_kept)]
+    for node in unused:
+        graph.erase_node(fx_nodes[node])
+    inputs = [n for n in inputs if n not in unused]
     graph.lint()
     gm = torch.fx.GraphModule(torch.nn.Module(), graph)
     SOURCES.append(type(gm).forward.__code__.co_filename)
-    return CapturedGraph(gm, sources, outputs)
+    sources, examples = [n.source for n in inputs], [n.meta for n in inputs]
+    return CapturedGraph(gm, sources, outputs, examples, trace.shapes)
+
+
+def input_placeholder(graph: torch.fx.Graph, node: Node) -> torch.fx.Node:
+    """`l_x_` for `L['x']`; a symbol read from a size is named after it (`s0`), as torch's
+    graphs name their SymInt inputs, and typed `torch.SymInt`."""
+    symbol = getattr(getattr(node.meta, "node", None), "expr", None)
+    if isinstance(node.source, SizeSource) and symbol.is_Symbol:
+        return graph.placeholder(str(symbol), type_expr=torch.SymInt)
+    if isinstance(node.meta, torch.SymInt):  # an int argument that is a symbol
+        return graph.placeholder(placeholder_name(node.source), type_expr=torch.SymInt)
+    return graph.placeholder(placeholder_name(node.source))
+
+
+def _binds(node: Node, symbols: set) -> bool:
+    """Is this a SymInt input whose symbol is one of `symbols`?"""
+    return isinstance(node.meta, torch.SymInt) and bool(_symbols_of([node.meta]) & symbols)
+
+
+def _symbols_of(examples: list) -> set:
+    """The symbols in these inputs' sizes (a SymInt input's own symbol too)."""
+    symbols = set()
+    for example in examples:
+        sizes = example.shape if isinstance(example, torch.Tensor) else [example]
+        for size in sizes:
+            if isinstance(size, torch.SymInt):
+                symbols |= size.node.expr.free_symbols
+    return symbols
 
 
 # The `<eval_with_key>` names under which torch.fx keeps each graph's Python source (in

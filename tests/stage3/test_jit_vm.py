@@ -80,8 +80,8 @@ def test_recompile_reasons_are_exact():
     f(torch.randn(5, 3), w, b, 2, None)
     f(torch.randn(5, 3).double(), w.double(), b.double(), 2, None)
     assert f.cache.recompile_reasons == [
-        "size of local 'x' changed: expected (2, 3), got (5, 3)",
-        "value of local 'n' changed: expected 1, got 2",
+        "size of local 'x' changed: expected (2, 3), got (5, 3); dim 0 of local 'x' is now dynamic",
+        "value of local 'n' changed: expected 1, got 2; local 'n' is now dynamic",
         "dtype of local 'x' changed: expected float32, got float64",
     ]
 
