@@ -17,6 +17,8 @@ disk), `operators.py`, `functions.py`,
 `objects.py` (instances of Python classes) and `builtins_table.py` (calls and
 operators), `builder.py` (outside values and their assumptions),
 `side_effects.py` (changes to outside objects, written back after the graph),
+`shapes.py` (symbolic sizes: FakeTensors and SymInts for the inputs whose sizes
+change, torch's automatic dynamic),
 `errors.py` (where it stops, and the exceptions the code raises itself), and
 `trace.py` and `sources.py` (what stages 3 and 4 consume). `diagrams.py`
 draws a trace (Mermaid, for the book).

@@ -7,6 +7,9 @@ into one generated Python function (`guard_function.py`) and the trace into a
 straight-line replay (`replay.py`), keeps the compiled versions of each code
 object in a cache that recompiles when the guards fail (`cache.py`), and ties
 it to the stage-1 hook in `jit(fn)` (`jit.py`). Read them in that order.
+A size that changes between two compiles of a frame becomes a symbol (stage 2's
+`shapes.py`; `mark_dynamic`, `config.automatic_dynamic_shapes`), guarded by the
+relations the trace relied on (`guards.shape_env_guard`).
 
     >>> f = stage3_guards.jit(lambda x, y: x + y)
     >>> f(torch.ones(8), torch.ones(8))     # compiled; later calls hit the cache
