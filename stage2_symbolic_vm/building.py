@@ -46,15 +46,40 @@ class Building:
     def BUILD_STRING(self, inst):
         self.push(ConstantVariable("".join(p.as_python_constant() for p in self.popn(inst.arg))))
 
+    # f"{value!r:>4}": 3.11 and 3.12 convert and format in one FORMAT_VALUE (its argument's
+    # flags say which conversion, and whether a spec is on the stack); 3.13 in CONVERT_VALUE,
+    # then FORMAT_SIMPLE or FORMAT_WITH_SPEC.
+
     def FORMAT_VALUE(self, inst):
-        spec = self.pop().as_python_constant() if inst.arg & 0x04 else ""
-        value = self.pop()
+        spec = self.pop() if inst.arg & 0x04 else ConstantVariable("")
+        self.push(self.formatted(self.converted(self.pop(), inst.arg & 0x03), spec))
+
+    def CONVERT_VALUE(self, inst):
+        self.push(self.converted(self.pop(), inst.arg))
+
+    def FORMAT_SIMPLE(self, inst):
+        self.push(self.formatted(self.pop(), ConstantVariable("")))
+
+    def FORMAT_WITH_SPEC(self, inst):
+        spec = self.pop()
+        self.push(self.formatted(self.pop(), spec))
+
+    def converted(self, value, conversion: int):
+        """`!s`, `!r` or `!a` (1, 2, 3) of a value; 0: the value as it is."""
+        if conversion == 0:
+            return value
+        convert = {1: str, 2: repr, 3: ascii}[conversion]
+        return ConstantVariable(self.run_python(convert, self.format_operand(value)))
+
+    def formatted(self, value, spec):
+        python_value = self.format_operand(value)
+        spec = spec.as_python_constant()
+        return ConstantVariable(self.run_python(format, python_value, spec))
+
+    def format_operand(self, value):
         if isinstance(value, TensorVariable):
             raise Unsupported("item_call", "formatting a tensor into a string reads its data")
-        convert = {0: None, 1: str, 2: repr, 3: ascii}[inst.arg & 0x03]
-        python_value = value.as_python_constant()
-        python_value = convert(python_value) if convert else python_value
-        self.push(ConstantVariable(self.run_python(format, python_value, spec)))
+        return value.as_python_constant()
 
     def LIST_APPEND(self, inst):
         item = self.pop()

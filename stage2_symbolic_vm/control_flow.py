@@ -18,6 +18,7 @@ from .sources import BuiltinSource
 from .variables import ConstantVariable, ExceptionVariable, as_exception
 
 PY312 = sys.version_info >= (3, 12)
+PY313 = sys.version_info >= (3, 13)
 
 
 class ControlFlow:
@@ -68,13 +69,12 @@ class ControlFlow:
             return
         self.pop()
         self.jump(inst.argval)
-        if (
-            self.instructions[self.ip].opname == "END_FOR"
-        ):  # 3.12: exhaustion skips END_FOR (as ceval does)
-            self.ip += 1
+        # as ceval does, exhaustion skips the loop's END_FOR (3.12), or END_FOR and POP_TOP (3.13)
+        if self.instructions[self.ip].opname == "END_FOR":
+            self.ip += 2 if PY313 else 1
 
-    def END_FOR(self, inst):
-        self.popn(2)
+    def END_FOR(self, inst):  # reached only by a jump (3.12: [iterator, item]; 3.13: [item])
+        self.popn(1 if PY313 else 2)
 
     def UNPACK_SEQUENCE(self, inst):
         items = self.pop().unpack(self)

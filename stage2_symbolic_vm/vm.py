@@ -7,9 +7,10 @@ calling the method named after its opname (`def LOAD_FAST(self, inst)`).
 Calling a user function starts a child translator on that function's code
 (inlining); tensor operations are recorded into the shared Trace.
 
-The handlers read as one Python version. The differences between 3.11 and
-3.12 live in ALIASES (a 3.11 name that means the same as a 3.12 one) and in
-the few handlers that check `PY312`.
+The handlers read as one Python version. The differences between 3.11, 3.12
+and 3.13 live in ALIASES (a 3.11 name that means the same as a 3.12 one), in
+`push_callable` and `pop_callable` (where the NULL sits beside a callable),
+and in the few handlers that check `PY312` or `PY313`.
 """
 
 import builtins
@@ -60,6 +61,7 @@ from .variables import (
 
 log = get_logger("trace")
 PY312 = sys.version_info >= (3, 12)
+PY313 = sys.version_info >= (3, 13)
 MAX_INLINE_DEPTH = 32
 MAX_INSTRUCTIONS = 100_000
 
@@ -264,6 +266,21 @@ class InstructionTranslator(Building, ControlFlow):
     def pop(self):
         return self.stack.pop()
 
+    def push_callable(self, fn, null: bool):
+        """Push a callable for CALL, with a NULL beside it if `null`: below it on 3.11 and 3.12,
+        above it on 3.13, whose CALL reads [callable, self or NULL, *args]."""
+        if null and not PY313:
+            self.push(NULL)
+        self.push(fn)
+        if null and PY313:
+            self.push(NULL)
+
+    def pop_callable(self) -> tuple[Variable, list]:
+        """Pop the two slots below a call's arguments: the function, and the arguments they add.
+        [NULL, fn] (3.11, 3.12) and [fn, NULL] (3.13) add none; [method, self] adds self."""
+        below = [value for value in self.popn(2) if value is not NULL]
+        return below[0], below[1:]
+
     def popn(self, n):
         if n == 0:
             return []
@@ -405,18 +422,36 @@ class InstructionTranslator(Building, ControlFlow):
     # --- locals, cells, globals, attributes ---------------------------------------------------
 
     def LOAD_FAST(self, inst):
-        self.push(self.read_local(inst.argval))
+        if inst.argval in self.cells:  # 3.13 loads a cell itself so, for a closure (LOAD_CLOSURE)
+            self.LOAD_CLOSURE(inst)
+        else:
+            self.push(self.read_local(inst.argval))
+
+    def LOAD_FAST_LOAD_FAST(self, inst):  # 3.13: two LOAD_FASTs in one; argval holds both names
+        for name in inst.argval:
+            self.push(self.read_local(name))
 
     def LOAD_FAST_AND_CLEAR(self, inst):
         # 3.12 inlined comprehensions save the outer variable of the same name, NULL if unbound
         self.push(self.locals.pop(inst.argval, NULL))
 
     def STORE_FAST(self, inst):
-        value = self.pop()
+        self.store_local(inst.argval, self.pop())
+
+    def STORE_FAST_STORE_FAST(self, inst):  # 3.13: the top of the stack goes to the first name
+        for name in inst.argval:
+            self.store_local(name, self.pop())
+
+    def STORE_FAST_LOAD_FAST(self, inst):  # 3.13: STORE_FAST the first name, LOAD_FAST the second
+        stored, loaded = inst.argval
+        self.store_local(stored, self.pop())
+        self.push(self.read_local(loaded))
+
+    def store_local(self, name, value):
         if value is NULL:  # restoring an unbound variable after an inlined comprehension
-            self.locals.pop(inst.argval, None)
+            self.locals.pop(name, None)
         else:
-            self.locals[inst.argval] = value
+            self.locals[name] = value
 
     def DELETE_FAST(self, inst):
         self.read_local(inst.argval)
@@ -444,18 +479,17 @@ class InstructionTranslator(Building, ControlFlow):
             self.side_effects.store_attr(cell, "cell_contents", cell.contents)
 
     def LOAD_GLOBAL(self, inst):
-        if inst.arg & 1:  # both versions: the low bit asks for a NULL below the global
-            self.push(NULL)
         name = inst.argval
         stored = self.pending_global(name)
         if stored is not None:
-            self.push(stored)
+            value = stored
         elif name in self.globals:
-            self.push(self.wrap(self.globals[name], self.global_source(name)))
+            value = self.wrap(self.globals[name], self.global_source(name))
         elif hasattr(builtins, name):
-            self.push(self.wrap(getattr(builtins, name), BuiltinSource(name)))
+            value = self.wrap(getattr(builtins, name), BuiltinSource(name))
         else:
             raise ObservedException(NameError(f"name {name!r} is not defined"))
+        self.push_callable(value, null=bool(inst.arg & 1))  # every version: the low bit: a NULL
 
     def STORE_GLOBAL(self, inst):
         # written back once the graph has run, like an attribute of the module
@@ -479,25 +513,20 @@ class InstructionTranslator(Building, ControlFlow):
         return self.wrap(module, ImportSource(name))
 
     def LOAD_ATTR(self, inst):
+        # 3.12 folds LOAD_METHOD into LOAD_ATTR's low bit; a bound method and a NULL are one of
+        # the two shapes CALL accepts (the other: the function and `self`)
         obj = self.pop()
-        if PY312 and inst.arg & 1:  # 3.12 folds LOAD_METHOD into LOAD_ATTR's low bit
-            self.push(NULL)
-        self.push(obj.get_attr(self, inst.argval))
+        self.push_callable(obj.get_attr(self, inst.argval), null=PY312 and bool(inst.arg & 1))
 
-    def LOAD_METHOD(self, inst):
-        # 3.11: [NULL, bound method] is one of the two shapes CALL accepts below its arguments
-        obj = self.pop()
-        self.push(NULL)
-        self.push(obj.get_attr(self, inst.argval))
+    def LOAD_METHOD(self, inst):  # 3.11
+        self.push_callable(self.pop().get_attr(self, inst.argval), null=True)
 
     def LOAD_SUPER_ATTR(self, inst):
         # 3.12: `super().name` in one instruction: [global super, __class__, self] -> attribute
         obj, cls = self.pop(), self.pop()
         self.pop()
         attr = SuperVariable(class_of(cls), obj).get_attr(self, inst.argval)
-        if inst.arg & 1:
-            self.push(NULL)
-        self.push(attr)
+        self.push_callable(attr, null=bool(inst.arg & 1))
 
     def STORE_ATTR(self, inst):
         obj = self.pop()
@@ -531,6 +560,18 @@ class InstructionTranslator(Building, ControlFlow):
         self.push(operators.unary_op(self, operators.UNARY_OPS[inst.opname], self.pop()))
 
     UNARY_NEGATIVE = UNARY_POSITIVE = UNARY_INVERT = UNARY_NOT = unary
+
+    def TO_BOOL(self, inst):
+        # 3.13 turns a value into a bool before each conditional jump and `not` (compile.c
+        # emits it nowhere else). Those handlers ask the value's truth themselves, so this one
+        # leaves the value as it is, and a branch on a tensor stops the VM at the jump, as on
+        # 3.11 and 3.12 (torch/_dynamo's TO_BOOL does the same). Stage 4 writes TO_BOOL again
+        # before a jump or `not` it emits.
+        following = next(
+            i.opname for i in self.instructions[self.ip :] if i.opname != "EXTENDED_ARG"
+        )
+        if following not in ("POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE", "UNARY_NOT"):
+            raise Unsupported("unsupported_opcode", f"TO_BOOL before {following}")
 
     def COMPARE_OP(self, inst):
         b = self.pop()
@@ -602,33 +643,49 @@ class InstructionTranslator(Building, ControlFlow):
         self.kw_names = self.code.co_consts[inst.arg]
 
     def CALL(self, inst):
-        # Both versions: [NULL, callable, *args] or [method, self, *args] below the arguments.
+        # the callable and a NULL or `self` (see pop_callable), then the arguments; the last
+        # len(kw_names) of them are keywords (KW_NAMES before the CALL, or CALL_KW)
         args = self.popn(inst.arg)
-        second, first = self.pop(), self.pop()
-        fn, args = (second, args) if first is NULL else (first, [second, *args])
+        fn, before = self.pop_callable()
+        args = [*before, *args]
         names, self.kw_names = self.kw_names, ()
         split = len(args) - len(names)
         self.push(self.call(fn, args[:split], dict(zip(names, args[split:], strict=True))))
+
+    def CALL_KW(self, inst):  # 3.13: the keywords' names are a tuple on top of the arguments
+        self.kw_names = self.pop().as_python_constant()
+        self.CALL(inst)
 
     def CALL_FUNCTION_EX(self, inst):
         kwargs = self.pop() if inst.arg & 1 else None
         kwargs = {k: kwargs.value(self, k) for k in list(kwargs.items)} if kwargs else {}
         args = self.pop().unpack(self)
-        fn, below = self.pop(), self.pop()
-        if below is not NULL:
-            fn, args = below, [fn, *args]
-        self.push(self.call(fn, args, dict(kwargs)))
+        fn, before = self.pop_callable()
+        self.push(self.call(fn, [*before, *args], dict(kwargs)))
 
     def MAKE_FUNCTION(self, inst):
-        code = self.pop().as_python_constant()
-        closure = self.pop().items if inst.arg & 0x08 else ()
-        if inst.arg & 0x04:
-            self.pop()  # annotations do not change what the function computes
-        kwdefaults = self.pop().items if inst.arg & 0x02 else {}
-        defaults = self.pop().unpack(self) if inst.arg & 0x01 else ()
-        fn = UserFunctionVariable(code, self.globals, defaults, kwdefaults, closure)
+        # 3.11 and 3.12 pop the parts the flags of the argument name; 3.13 makes a bare
+        # function, and SET_FUNCTION_ATTRIBUTE adds each part after
+        fn = UserFunctionVariable(self.pop().as_python_constant(), self.globals)
         fn.globals_source = self.globals_source
+        for flag in (0x08, 0x04, 0x02, 0x01):  # the order they are popped in
+            if not PY313 and inst.arg & flag:
+                self.set_function_attribute(fn, flag, self.pop())
         self.push(fn)
+
+    def SET_FUNCTION_ATTRIBUTE(self, inst):  # 3.13
+        fn = self.pop()
+        self.set_function_attribute(fn, inst.arg, self.pop())
+        self.push(fn)
+
+    def set_function_attribute(self, fn: UserFunctionVariable, flag: int, value: Variable):
+        if flag == 0x08:
+            fn.closure = tuple(value.items)
+        elif flag == 0x02:
+            fn.kwdefaults = dict(value.items)
+        elif flag == 0x01:
+            fn.defaults = tuple(value.unpack(self))
+        # 0x04, annotations: they do not change what the function computes
 
 
 def real_opnames() -> set[str]:

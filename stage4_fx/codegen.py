@@ -13,8 +13,8 @@ stage 2 rebuilds itself (`Variable.reconstruct(cg)`) with the few operations of
     an object made in the trace   a call that rebuilds it (`rebuild_object(cls, attrs, items)`)
 
 A list or dict made inside the trace is built once and kept in a temporary,
-so two references to it stay one object. The few 3.11/3.12 differences of
-the instructions we emit are in the small table and three helpers below.
+so two references to it stay one object. The few 3.11/3.12/3.13 differences
+of the instructions we emit are in the small table and the helpers below it.
 """
 
 import builtins
@@ -43,17 +43,23 @@ from stage2_symbolic_vm.trace import Node
 from stage2_symbolic_vm.variables import CellVariable, Variable
 
 PY312 = sys.version_info >= (3, 12)
+PY313 = sys.version_info >= (3, 13)
 GRAPH_OUT = "___graph_out"
 
-# --- the 3.11 / 3.12 differences of what we emit -------------------------------------------
-#   call with n arguments     3.11: PRECALL n; CALL n          3.12: CALL n
-#   LOAD_ATTR                 3.11: arg is the name            3.12: (method bit, name)
-#   LOAD_GLOBAL               both: (push-NULL bit, name); we push NULL ourselves
-# Both versions want [NULL, callable, *args] below CALL and CALL_FUNCTION_EX.
+# --- the 3.11 / 3.12 / 3.13 differences of what we emit ----------------------------------------
+#   call with n arguments     3.11: PRECALL n; CALL n       3.12, 3.13: CALL n
+#   below CALL's arguments    3.11, 3.12: [NULL, callable]  3.13: [callable, NULL]
+#                             (CALL_FUNCTION_EX too: `Codegen.push_callable`)
+#   LOAD_ATTR                 3.11: arg is the name         3.12, 3.13: (method bit, name)
+#   LOAD_GLOBAL               all: (push-NULL bit, name); we push NULL ourselves
+#   MAKE_FUNCTION             3.11, 3.12: its flags say which parts are on the stack
+#                             3.13: a bare function, then SET_FUNCTION_ATTRIBUTE per part
+#   a cell for a closure      3.11, 3.12: LOAD_CLOSURE      3.13: LOAD_FAST of the cell
+#   a jump on a value, `not`  3.13 only: TO_BOOL before it (they take an exact bool)
 
 
 def call(nargs: int) -> list[Instr]:
-    """Call the callable below `nargs` arguments (a NULL below it)."""
+    """Call the callable below `nargs` arguments (with its NULL: see `Codegen.push_callable`)."""
     return [Instr("CALL", nargs)] if PY312 else [Instr("PRECALL", nargs), Instr("CALL", nargs)]
 
 
@@ -63,6 +69,26 @@ def load_attr(name: str) -> Instr:
 
 def load_global(name: str) -> Instr:
     return Instr("LOAD_GLOBAL", (False, name))
+
+
+def load_closure(cell) -> Instr:
+    """Push the cell object itself (`cell` is the bytecode library's CellVar or FreeVar)."""
+    return Instr("LOAD_FAST" if PY313 else "LOAD_CLOSURE", cell)
+
+
+def make_function_instructions(flags: int) -> list[Instr]:
+    """Make a function of the code on top of the stack and, below it, the parts `flags` names
+    (0x08 closure, 0x04 annotations, 0x02 keyword defaults, 0x01 defaults, popped in that
+    order)."""
+    if not PY313:
+        return [Instr("MAKE_FUNCTION", flags)]
+    parts = [Instr("SET_FUNCTION_ATTRIBUTE", f) for f in (0x08, 0x04, 0x02, 0x01) if flags & f]
+    return [Instr("MAKE_FUNCTION"), *parts]
+
+
+def to_bool(before: Instr) -> list[Instr]:
+    """The TO_BOOL 3.13 wants before a conditional jump or `not` (none before 3.13)."""
+    return [Instr("TO_BOOL", location=before.location)] if PY313 else []
 
 
 class Codegen:
@@ -96,11 +122,19 @@ class Codegen:
     def load_attr(self, name: str):
         self.add(load_attr(name))
 
+    def push_callable(self, push):
+        """Push a callable with `push()`, and the NULL a call wants beside it: below it on 3.11
+        and 3.12, above it on 3.13."""
+        if not PY313:
+            self.push_null()
+        push()
+        if PY313:
+            self.push_null()
+
     def call_callable(self, fn, *pushers, kwargs: dict | None = None):
         """`fn(*args, **kwargs)` where each pusher emits one argument and `kwargs` maps names to
         Variables; `fn` is any object."""
-        self.add(Instr("PUSH_NULL"))
-        self.load_const(fn)
+        self.push_callable(lambda: self.load_const(fn))
         for push in pushers:
             push()
         if not kwargs:
@@ -188,7 +222,7 @@ class Codegen:
     def load_cell(self, cell: CellVariable):
         """A cell object (not its contents), for a closure tuple."""
         if isinstance(cell.source, ClosureSource):  # a free variable of the frame itself
-            self.add(Instr("LOAD_CLOSURE", FreeVar(cell.source.free_name)))
+            self.add(load_closure(FreeVar(cell.source.free_name)))
         elif cell.source is not None:  # a cell of a function from outside: its source is the cell
             self.load_source(cell.source)
         else:  # made by an inlined call, which the new code does not run
@@ -214,7 +248,7 @@ class Codegen:
             self.add(Instr("BUILD_TUPLE", len(fn.closure)))
             flags |= 0x08
         self.load_const(fn.code)
-        self.add(Instr("MAKE_FUNCTION", flags))
+        self.add(*make_function_instructions(flags))
         self.keep(fn)
 
     def build_sequence(self, items, opname):

@@ -58,7 +58,17 @@ from stage3_guards.replay import argument_names
 from . import breaks
 from .backends import BackendCompilerFailed, origin
 from .breaks import GraphBreak
-from .codegen import GRAPH_OUT, PY312, Codegen, call, load_global
+from .codegen import (
+    GRAPH_OUT,
+    PY312,
+    PY313,
+    Codegen,
+    call,
+    load_closure,
+    load_global,
+    make_function_instructions,
+    to_bool,
+)
 from .graph import CapturedGraph, build_graph
 from .resume import (
     ITERATOR,
@@ -75,6 +85,7 @@ from .resume import (
 graph_log = get_logger("graph")
 _serial = itertools.count(1)
 RESULT = "___result"
+RESUME_ARGUMENTS = "___resume_args"  # at a branch: the tuple both sides call their resume with
 INSTALLED: list[tuple[dict, str]] = []  # (globals, name) of every compiled graph, for reset()
 
 
@@ -267,7 +278,7 @@ def finish(frame, options, trace, cg, graph_break, resumes) -> CompiledFrame:
     if captured is not None:
         name = install_compiled_graph(frame, options, captured)
         call_graph = Codegen({})
-        call_graph.add(Instr("PUSH_NULL"), load_global(name))
+        call_graph.push_callable(lambda: call_graph.add(load_global(name)))
         for source in captured.sources:
             call_graph.load_source(source)
         call_graph.add(*call(len(captured.sources)), Instr("STORE_FAST", GRAPH_OUT))
@@ -363,7 +374,8 @@ SIMPLE_EFFECTS = {
     "IS_OP": (2, 1), "UNARY_NEGATIVE": (1, 1), "UNARY_NOT": (1, 1), "UNARY_INVERT": (1, 1),
     "UNARY_POSITIVE": (1, 1), "GET_ITER": (1, 1), "STORE_ATTR": (2, 0), "STORE_SUBSCR": (3, 0),
     "DELETE_SUBSCR": (2, 0), "STORE_GLOBAL": (1, 0), "BINARY_SLICE": (3, 1), "STORE_SLICE": (4, 0),
-    "CALL_INTRINSIC_1": (1, 1),
+    "CALL_INTRINSIC_1": (1, 1), "FORMAT_SIMPLE": (1, 1), "FORMAT_WITH_SPEC": (2, 1),
+    "CONVERT_VALUE": (1, 1),
 }  # fmt: skip
 CONDITIONAL_JUMPS = {"POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE", "POP_JUMP_IF_NONE"}
 CONDITIONAL_JUMPS |= {"POP_JUMP_IF_NOT_NONE"}
@@ -417,8 +429,7 @@ def cut(code, state, globals_, side_effects) -> tuple[Codegen, list[ResumeFuncti
     live = bound_live_locals(code, state, after.offset)
     kinds = slot_kinds(prefix, state, live) + results
     resume = resume_function(code, after.offset, kinds, tuple(live))
-    cg.add(Instr("PUSH_NULL"))
-    make_function(cg, closure, resume)
+    cg.push_callable(lambda: make_function(cg, closure, resume))
     for name in live:
         cg.reconstruct(state.locals[name])
     push_stack(cg, prefix, kinds)
@@ -477,12 +488,18 @@ def simple_instruction(instructions, index, abstract, position_of):
         if before and before[-1].name == "KW_NAMES":
             extra.insert(0, before[-1])
         return inst.arg + 2, (VALUE,), [*extra, this], after
+    if inst.opname == "CALL_KW":  # 3.13: the keywords' names are on the stack, above the rest
+        return inst.arg + 3, (VALUE,), [this], after
     if inst.opname == "CALL_FUNCTION_EX":
         return 3 + (inst.arg & 1), (VALUE,), [this], after
     if inst.opname == "LOAD_METHOD" or (PY312 and inst.opname == "LOAD_ATTR" and inst.arg & 1):
-        # [NULL, attribute] is a shape CALL accepts: a plain LOAD_ATTR, the NULL in the prologue
+        # the attribute and a NULL are a shape CALL accepts: a plain LOAD_ATTR, the NULL in the
+        # prologue
         name = this.arg[1] if PY312 else this.arg
-        return 1, (NULL, VALUE), [Instr("LOAD_ATTR", (False, name) if PY312 else name)], after
+        load = Instr("LOAD_ATTR", (False, name) if PY312 else name)
+        return 1, callable_slots(null=True), [load], after
+    if inst.opname == "UNARY_NOT":  # 3.13: the VM let its TO_BOOL pass; the value is as it was
+        return 1, (VALUE,), [*to_bool(this), this], after
     if inst.opname in SIMPLE_EFFECTS:
         pops, pushes = SIMPLE_EFFECTS[inst.opname]
         return pops, (VALUE,) * pushes, [this], after
@@ -490,9 +507,9 @@ def simple_instruction(instructions, index, abstract, position_of):
         return 1, (VALUE,), [this], after
     if inst.opname == "STORE_DEREF":  # a free variable's cell (the VM only breaks on those)
         return 1, (), [Instr("STORE_DEREF", FreeVar(this.arg.name))], after
-    if inst.opname == "LOAD_GLOBAL":  # both versions: the low bit asks for a NULL below
-        null = (NULL,) if this.arg[0] else ()
-        return 0, (*null, VALUE), [Instr("LOAD_GLOBAL", (False, this.arg[1]))], after
+    if inst.opname == "LOAD_GLOBAL":  # every version: the low bit asks for a NULL
+        slots = callable_slots(null=this.arg[0])
+        return 0, slots, [Instr("LOAD_GLOBAL", (False, this.arg[1]))], after
     if inst.opname == "UNPACK_SEQUENCE":
         return 1, (VALUE,) * inst.arg, [this], after
     if inst.opname == "FORMAT_VALUE":
@@ -500,6 +517,14 @@ def simple_instruction(instructions, index, abstract, position_of):
     if inst.opname == "BUILD_STRING":
         return inst.arg, (VALUE,), [this], after
     raise CannotCut("unresumable_instruction", f"{inst.opname} at offset {inst.offset}")
+
+
+def callable_slots(null: bool) -> tuple[str, ...]:
+    """The kinds of the stack slots, bottom first, of a callable pushed with (or without) the
+    NULL a call wants beside it: below it on 3.11 and 3.12, above it on 3.13."""
+    if not null:
+        return (VALUE,)
+    return (VALUE, NULL) if PY313 else (NULL, VALUE)
 
 
 def cut_at_jump(code, state, inst, following, original_jump, cg, closure, side_effects):
@@ -519,9 +544,12 @@ def cut_at_jump(code, state, inst, following, original_jump, cg, closure, side_e
         cg.reconstruct(state.locals[name])
     push_stack(cg, prefix, kinds)
     cg.add(Instr("BUILD_TUPLE", len(live) + len(kinds) - kinds.count(NULL)))
+    cg.add(Instr("STORE_FAST", RESUME_ARGUMENTS))
     cg.reconstruct(condition)
     side_effects.codegen(cg)
     taken = Label()
+    if original_jump.name in ("POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE"):
+        cg.add(*to_bool(original_jump))  # 3.13: the VM let the TO_BOOL before it pass
     cg.add(Instr(original_jump.name.replace("BACKWARD", "FORWARD"), taken))  # 3.11: ours go forward
     resumes = []
     for label, offset in ((None, following.offset), (taken, inst.argval)):
@@ -529,9 +557,9 @@ def cut_at_jump(code, state, inst, following, original_jump, cg, closure, side_e
             cg.add(label)
         resume = resume_function(code, offset, kinds, tuple(live))
         resumes.append(resume)
-        cg.add(Instr("PUSH_NULL"), Instr("SWAP", 2))
-        make_function(cg, closure, resume)
-        cg.add(Instr("SWAP", 2), Instr("CALL_FUNCTION_EX", 0), Instr("RETURN_VALUE"))
+        cg.push_callable(lambda resume=resume: make_function(cg, closure, resume))
+        cg.add(Instr("LOAD_FAST", RESUME_ARGUMENTS), Instr("CALL_FUNCTION_EX", 0))
+        cg.add(Instr("RETURN_VALUE"))
     return cg, resumes
 
 
@@ -549,7 +577,7 @@ def make_function(cg: Codegen, closure: list[str], resume: ResumeFunction):
             if f"___cell_{name}" in cg.temps.values():  # a cell this new code made
                 cg.add(Instr("LOAD_FAST", f"___cell_{name}"))
             else:
-                cg.add(Instr("LOAD_CLOSURE", FreeVar(name)))
+                cg.add(load_closure(FreeVar(name)))
         cg.add(Instr("BUILD_TUPLE", len(closure)))
     cg.load_const(resume.code)
-    cg.add(Instr("MAKE_FUNCTION", 0x08 if closure else 0))
+    cg.add(*make_function_instructions(0x08 if closure else 0))

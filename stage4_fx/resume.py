@@ -35,8 +35,13 @@ from dataclasses import dataclass
 from bytecode import Bytecode, CellVar, FreeVar, Instr, Label, TryBegin, TryEnd
 
 _PROLOGUE_OPS = {"COPY_FREE_VARS", "MAKE_CELL", "RESUME"}
-_READS = {"LOAD_FAST", "LOAD_FAST_CHECK", "LOAD_FAST_AND_CLEAR"}
-_WRITES = {"STORE_FAST", "DELETE_FAST"}
+# How an instruction uses the locals its argument names, in the order it does (3.13's
+# superinstructions name two: LOAD_FAST_LOAD_FAST's argument is ("x", "y")).
+_LOCAL_ACCESS = {
+    "LOAD_FAST": "r", "LOAD_FAST_CHECK": "r", "LOAD_FAST_AND_CLEAR": "r",
+    "STORE_FAST": "w", "DELETE_FAST": "w",
+    "LOAD_FAST_LOAD_FAST": "rr", "STORE_FAST_LOAD_FAST": "wr", "STORE_FAST_STORE_FAST": "ww",
+}  # fmt: skip
 _serial = itertools.count(1)
 NULL, VALUE, ITERATOR = "null", "value", "iterator"
 
@@ -114,13 +119,24 @@ def _liveness(items: list) -> dict[int, set[str]]:
             live = set()
             for successor in successors[position]:
                 live |= _live_at(successor, items, live_in)
-            if item.name in _WRITES:
-                live.discard(item.arg)
-            if item.name in _READS:
-                live.add(item.arg)
+            for access, name in reversed(_local_accesses(item)):
+                if access == "w":
+                    live.discard(name)
+                else:
+                    live.add(name)
             if live != live_in[position]:
                 live_in[position], changed = live, True
     return live_in
+
+
+def _local_accesses(instr: Instr) -> list[tuple[str, str]]:
+    """("r" or "w", name) for each local `instr` reads or writes, in order. 3.13 loads a cell
+    with LOAD_FAST (its argument a CellVar or FreeVar, not a name) for a closure: not a local."""
+    access = _LOCAL_ACCESS.get(instr.name)
+    if access is None:
+        return []
+    names = instr.arg if len(access) == 2 else (instr.arg,)
+    return [(a, name) for a, name in zip(access, names, strict=True) if isinstance(name, str)]
 
 
 def _successors(instr: Instr, position: int, label_at, handler) -> list[int]:

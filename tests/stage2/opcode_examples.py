@@ -164,6 +164,17 @@ def many_locals_source():
     return namespace["many_locals"]
 
 
+def long_branch_source():
+    """`if not flag:` over a body long enough that the jump needs EXTENDED_ARG (3.13: between
+    TO_BOOL and the jump it comes before)."""
+    lines = ["def long_branch(x, flag):", "    if not flag:"]
+    lines += [f"        x = x + {i}" for i in range(200)]
+    lines.append("    return x")
+    namespace = {}
+    exec("\n".join(lines), namespace)
+    return namespace["long_branch"]
+
+
 class Holder(torch.nn.Module):
     def forward(self, x):
         self.last = x
@@ -247,6 +258,7 @@ EXAMPLES = [
     (returns_none, (X,), None),
     (Child().forward, (X,), None),
     (many_locals_source(), (X,), None),
+    (long_branch_source(), (X, 0), None),
     (Holder().forward, (X,), "unsupported_mutation"),
     (assigns_global, (X,), "unsupported_mutation"),
     (raises, (X,), "eager_error"),

@@ -2241,3 +2241,21 @@ def itertools_pipeline(xs, stages):
 def test_random_itertools_pipelines(stages):
     stage4_fx.reset()
     check(itertools_pipeline, [X, Y, X * 2, Y * 3], stages)
+
+
+# --- the truth of a tensor, at a break: 3.13 jumps and negates on an exact bool ----------------
+
+
+@pytest.mark.parametrize("bound", [-100.0, 100.0])
+def test_branches_on_a_tensor_take_the_side_eager_takes(bound):
+    # 3.13's POP_JUMP_IF_TRUE/FALSE and UNARY_NOT read their operand as a bool without asking
+    # (a tensor would be "not True"): the new code must run TO_BOOL before them, as 3.13 does.
+    def fn(x):
+        if x.sum() > bound:
+            x = x + 1
+        if not x.sum() > bound:
+            x = x * 3
+        flipped = not (x.sum() > bound)
+        return x, flipped
+
+    check(fn, X, graphs=3, breaks=3, reason="branch")

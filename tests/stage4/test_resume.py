@@ -7,7 +7,8 @@ import types
 import torch
 
 import stage4_fx
-from stage4_fx.resume import NULL, VALUE, live_locals, resume_function
+from stage4_fx.convert import callable_slots
+from stage4_fx.resume import VALUE, live_locals, resume_function
 
 
 def loop_with_print(x, n):
@@ -32,7 +33,7 @@ def test_liveness():
 
 
 def test_resume_function_continues_a_loop(capsys):
-    after_print = offset_of(loop_with_print, "POP_TOP", -1)  # the result of print(...)
+    after_print = offset_of(loop_with_print, "POP_TOP")  # the result of print(...)
     resume = resume_function(loop_with_print.__code__, after_print, (VALUE, VALUE), ("total", "x"))
     assert resume.code.co_varnames[:4] == ("total", "x", "___stack0", "___stack1")
     fn = types.FunctionType(resume.code, loop_with_print.__globals__)
@@ -47,9 +48,11 @@ def test_resume_function_pushes_nulls_back():
     def call_after(x):
         return print(len(x), x.sum().item())
 
-    # resume at the outer CALL: the stack is [NULL, print, len(x), <item>]
+    # resume at the outer CALL: the stack is [NULL, print, len(x), <item>] ([print, NULL, ...]
+    # on 3.13)
     after_item = offset_of(call_after, "CALL", -1)
-    resume = resume_function(call_after.__code__, after_item, (NULL, VALUE, VALUE, VALUE), ())
+    stack = (*callable_slots(null=True), VALUE, VALUE)
+    resume = resume_function(call_after.__code__, after_item, stack, ())
     fn = types.FunctionType(resume.code, {})
     assert fn(lambda *args: args, 3, 4.0) == (3, 4.0)  # the callable is a stack item too
 
