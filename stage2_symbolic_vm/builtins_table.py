@@ -17,6 +17,8 @@ import math
 import operator
 import types
 
+import torch
+
 from .containers import DictVariable, ListVariable, SequenceVariable, SetVariable, TupleVariable
 from .errors import ObservedAttributeError, ObservedException, Unsupported
 from .functions import PartialVariable, SuperVariable, UserFunctionVariable
@@ -31,6 +33,7 @@ from .iterators import (
 )
 from .objects import SLOT_TYPES, BuiltinSlotVariable, UserObjectVariable
 from .operators import binary_op, compare_op, unary_op
+from .shapes import SymNodeVariable
 from .sources import attr_of
 from .variables import (
     UNKNOWN,
@@ -99,6 +102,8 @@ class BuiltinVariable(Variable):
                 raise Unsupported("item_call", f"`{self.fn.__name__}()` of a tensor reads its data")
             if self.fn in TENSOR_BUILTINS or getattr(self.fn, "__module__", "") == "_operator":
                 return operator_call(tx, self.fn, args, kwargs)
+        if any(isinstance(a, SymNodeVariable) for a in args):  # `int(x.size(0) / 2)`
+            return symbolic_call(tx, self.fn, args, kwargs)
         if self.fn in (sorted, all, any) and len(args) == 1 and not args[0].is_python_constant():
             args = [TupleVariable(args[0].unpack(tx))]  # `sorted(d)`, `all(flags)`: fold the items
         foldable = self.fn in FOLDABLE or getattr(self.fn, "__module__", "") in (
@@ -123,6 +128,24 @@ class BuiltinVariable(Variable):
 
     def __repr__(self):
         return f"BuiltinVariable({getattr(self.fn, '__name__', self.fn)})"
+
+
+# What a builtin is for symbolic ints: torch's `sym_*` functions, which give a symbolic answer
+# where Python's would need the number (`max(s0, 2)` would compare, and guard, instead).
+SYMBOLIC_BUILTINS = {float: torch.sym_float, max: torch.sym_max, min: torch.sym_min}
+
+
+def symbolic_call(tx, fn, args, kwargs):
+    """A builtin or `math` function of symbolic ints: symbolic where torch's SymInt answers
+    symbolically (`int(s0 / 2)`, `math.floor`, `abs`), else the number, specialised (guarded)."""
+    foldable = fn in FOLDABLE or getattr(fn, "__module__", "") in ("math", "_operator")
+    if kwargs or not foldable:
+        raise Unsupported("untraceable_call", f"`{fn.__name__}()` of a symbolic size")
+    if fn is int and isinstance(args[0].value, torch.SymInt):
+        return args[0]
+    if fn is int:
+        fn = torch.sym_int
+    return tx.trace.shapes.arithmetic(tx, SYMBOLIC_BUILTINS.get(fn, fn), list(args))
 
 
 def operator_call(tx, fn, args, kwargs):
@@ -158,7 +181,7 @@ def length(tx, value):
     if isinstance(value, TensorVariable):
         if value.meta.dim() == 0:
             raise ObservedException(TypeError("len() of a 0-d tensor"))
-        return ConstantVariable(value.meta.shape[0])
+        return tx.trace.shapes.size_of(tx, value, 0, value.meta.shape[0])  # maybe a symbol
     if isinstance(value, (SequenceVariable, DictVariable, SetVariable)):
         return ConstantVariable(len(value.items))
     if value.is_python_constant():
@@ -280,6 +303,8 @@ def min_max(fn):
         if not values and default is not None:
             return default
         keys = values if key is None else [key.call(tx, [v], {}) for v in values]
+        if key is None and len(values) > 1 and any(isinstance(v, SymNodeVariable) for v in values):
+            return functools.reduce(lambda a, b: symbolic_call(tx, fn, [a, b], {}), values)
         if not all(k.is_python_constant() for k in keys):
             raise Unsupported(
                 "data_dependent_branch", f"`{fn.__name__}()` of tensors compares their values"

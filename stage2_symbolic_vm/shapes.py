@@ -37,7 +37,7 @@ import torch
 from .containers import SequenceVariable, TupleVariable
 from .errors import Unsupported
 from .sources import ItemSource, LocalSource, SizeSource, Source
-from .variables import ConstantVariable, Variable
+from .variables import BoundMethodVariable, ConstantVariable, Variable
 
 # torch.compile's own marks (torch._dynamo.mark_dynamic / mark_static write these): ours too.
 DYNAMIC_MARK = "_dynamo_dynamic_indices"
@@ -285,8 +285,7 @@ class Shapes:
             dim = args[1].as_python_constant() if len(args) > 1 else 0
             return self.size_of(tx, tensor, dim % tensor.meta.dim(), result)
         if name == "size":
-            items = [self.size_of(tx, tensor, i, s) for i, s in enumerate(result)]
-            return TupleVariable(items, tuple_type=torch.Size)
+            return SizeVariable([self.size_of(tx, tensor, i, s) for i, s in enumerate(result)])
         node = tx.trace.add_node(
             "call_method", name, node_args(args), meta=result, lineno=tx.lineno
         )
@@ -406,6 +405,27 @@ class SymNodeVariable(Variable):
 
     def __repr__(self):
         return f"SymNodeVariable({self.node!r}, {self.value})"
+
+
+class SizeVariable(TupleVariable):
+    """A `torch.Size` with symbols in it (`x.shape`): a tuple of ints, some symbolic, with
+    torch.Size's own method (torch/_dynamo: `SizeVariable`)."""
+
+    def __init__(self, items):
+        super().__init__(items, tuple_type=torch.Size)
+
+    def get_attr(self, tx, name):
+        if name == "numel":
+            return BoundMethodVariable(self, name)
+        return super().get_attr(tx, name)
+
+    def call_method(self, tx, name, args, kwargs):
+        if name == "numel" and not args and not kwargs:
+            product = ConstantVariable(1)
+            for item in self.items:
+                product = tx.trace.shapes.arithmetic(tx, operator.mul, [product, item])
+            return product
+        return super().call_method(tx, name, args, kwargs)
 
 
 class SymSliceVariable(Variable):

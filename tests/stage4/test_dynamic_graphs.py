@@ -194,3 +194,27 @@ def test_sizes_from_two_up_compile_at_most_twice(rows):
     for n in rows:
         assert_same_as_eager(f, view_by_sizes, torch.randn(n, 3, 2))
     assert stage3_guards.counters.compiled <= 2
+
+
+SIZE_EXPRESSIONS = {
+    "len": lambda x: x * len(x),
+    "shape_numel": lambda x: x * x.shape.numel(),
+    "unpack_shape": lambda x: (lambda b, t, c: x.reshape(b * t, c))(*x.shape),
+    "shape_slice": lambda x: x.view(*x.shape[:-1], 2, -1),
+    "max_min": lambda x: x[: max(x.size(0) // 2, 2)] * min(x.size(0), 3),
+    "int_float": lambda x: x[: int(x.size(0) / 2)] * float(x.size(0)),
+    "size_compare": lambda x: x + 1 if x.shape[0] > 1 else x,
+    "numel_mean": lambda x: x.sum() / x.numel(),
+    "zeros_like_shape": lambda x: torch.zeros(x.shape) + x.new_ones(x.size(0), 1, 1),
+    "sym_size_of_intermediate": lambda x: x.flatten(1)[:, : x.flatten(1).size(1) - 1],
+}
+
+
+@pytest.mark.parametrize("name", SIZE_EXPRESSIONS)
+def test_size_expressions_stay_symbolic(name):
+    program = SIZE_EXPRESSIONS[name]
+    f = stage4_fx.compile(program, backend="eager")
+    for rows in (4, 5, 6, 9):
+        assert_same_as_eager(f, program, torch.randn(rows, 3, 4))
+    assert stage3_guards.counters.compiled == 2
+    assert not f.options.breaks
