@@ -6,6 +6,8 @@ placeholder per symbol of an input's sizes (`s0`, read at each call from
 `meta["example_value"]`, and SymInts among the backend's example inputs.
 """
 
+import contextlib
+import io
 import operator
 
 import pytest
@@ -17,6 +19,7 @@ import stage3_guards
 import stage4_fx
 from stage5_inductor_cpp import compile_fx
 from tests.oracle import assert_same_as_eager
+from tests.stage4.test_properties import define, programs
 
 
 @pytest.fixture(autouse=True)
@@ -185,6 +188,22 @@ def test_symbolic_graphs_equal_eager_over_random_sizes(program, sizes):
     for rows, cols in sizes:
         assert_same_as_eager(f, program, torch.randn(rows, cols, 3))
     assert stage3_guards.counters.eager == 0
+
+
+@given(
+    programs(),
+    st.lists(st.tuples(st.integers(1, 6), st.integers(0, 10)), min_size=3, max_size=5),
+)
+def test_random_programs_match_eager_as_sizes_and_ints_change(source, calls):
+    """Stage 4's random programs (breaks, resume functions, closures, loops over `n`), called
+    with changing row counts and ints: symbols cross breaks as ints, and eager is the oracle."""
+    stage4_fx.reset()
+    program = define(source)
+    compiled = stage4_fx.compile(program)
+    with contextlib.redirect_stdout(io.StringIO()):
+        for rows, n in calls:
+            x = torch.randn(rows, 3, generator=torch.Generator().manual_seed(n))
+            assert_same_as_eager(compiled, program, x, n)
 
 
 @given(st.lists(st.integers(2, 64), min_size=3, max_size=12))
