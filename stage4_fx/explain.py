@@ -1,11 +1,14 @@
 """`explain(fn)(*args)`: how a function is cut into graphs, and why (torch._dynamo.explain).
 
-It compiles `fn` afresh (its own caches, the eager backend), runs it once on
-the arguments, and reports every frame compiled during that run: the
-graphs, the breaks with their user lines and explanations, the guards, and
-the ops of each graph.
+It compiles `fn` afresh (its own caches, the eager backend), runs it on the
+arguments, and reports every frame compiled so far: the graphs, the breaks
+with their user lines and explanations, the guards, the ops of each graph,
+and why a frame compiled again. The caches live as long as the `explain(fn)`
+object, so calling it again with new sizes shows the recompiles (and the
+dims that became symbols).
 """
 
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -25,6 +28,7 @@ class ExplainOutput:
     ops_per_graph: list[list[str]]
     out_guards: list
     frames: list[CompiledFrame]
+    recompile_reasons: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def op_count(self) -> int:
@@ -46,15 +50,20 @@ class ExplainOutput:
             lines += [f"    {op}" for op in ops]
         lines.append("Out Guards:")
         lines += [f"  {guard}" for guard in self.out_guards]
+        if self.recompile_reasons:
+            lines.append("Recompile Reasons:")
+            lines += [f"  {reason}" for reason in self.recompile_reasons]
         return "\n".join(lines)
 
 
 def explain(fn, backend=eager):
-    """`explain(fn)(*args, **kwargs) -> ExplainOutput`: `fn` runs once, compiled, on the args."""
+    """`explain(fn)(*args, **kwargs) -> ExplainOutput`: `fn` runs compiled on the args; calling
+    the same `explain(fn)` again reports everything compiled so far, recompiles included."""
+    options = CompileOptions(backend)
+    compiled = _wrap(fn, options)
 
     def run(*args, **kwargs) -> ExplainOutput:
-        options = CompileOptions(backend)
-        _wrap(fn, options)(*args, **kwargs)
+        compiled(*args, **kwargs)
         graphs = [f.graph for f in options.frames if f.graph is not None]
         return ExplainOutput(
             graphs=[g.gm for g in graphs],
@@ -64,6 +73,7 @@ def explain(fn, backend=eager):
             ops_per_graph=[ops_of(g.gm) for g in graphs],
             out_guards=[guard for f in options.frames for guard in f.guards.guards],
             frames=list(options.frames),
+            recompile_reasons=[r for c in options.caches.values() for r in c.recompile_reasons],
         )
 
     return run

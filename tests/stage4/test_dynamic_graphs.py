@@ -105,6 +105,19 @@ def test_explain_shows_the_guards_of_a_marked_dim():
     assert any(s.startswith("local 'x' TENSOR_MATCH: float32, cpu, size=(s") for s in shown)
 
 
+def test_explain_called_again_shows_the_recompile_and_its_new_symbol():
+    explaining = stage4_fx.explain(flatten_rows)
+    first = explaining(torch.randn(4, 3, 2), 2)
+    assert first.recompile_reasons == [] and first.graph_count == 1
+    second = explaining(torch.randn(5, 3, 2), 2)
+    assert second.graph_count == 2
+    assert second.recompile_reasons == [
+        "size of local 'x' changed: expected (4, 3, 2), got (5, 3, 2); "
+        "dim 0 of local 'x' is now dynamic"
+    ]
+    assert "Recompile Reasons:\n  size of local 'x' changed" in str(second)
+
+
 def test_a_symbolic_size_lives_across_a_graph_break():
     def with_print(x):
         n = x.size(0) * 2
