@@ -25,7 +25,6 @@ Sizes 0 and 1 stay static, as torch's `specialize_zero_one` keeps them: a size-1
 dimension broadcasts, and a kernel written for every size would lose that.
 """
 
-import ast
 import contextlib
 import contextvars
 import linecache
@@ -498,21 +497,3 @@ def _torch_source_class():
 
         _source_class = NamedSource
     return _source_class
-
-
-def reads(code: str) -> list[str]:
-    """The sizes and ints a guard's expression reads, as source text: what a failure shows."""
-    found = []
-
-    def visit(node):
-        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Call):
-            found.append(ast.unparse(node))  # `L['x'].size()[0]`
-            return
-        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
-            found.append(ast.unparse(node))  # `L['n']`
-            return
-        for child in ast.iter_child_nodes(node):
-            visit(child)
-
-    visit(ast.parse(code, mode="eval"))
-    return list(dict.fromkeys(found))

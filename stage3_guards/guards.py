@@ -13,6 +13,7 @@ early Dynamo generated one Python lambda from their expressions. We do the
 latter (see guard_function.py).
 """
 
+import ast
 import builtins
 import enum
 import keyword
@@ -313,10 +314,26 @@ def _readable(code: str) -> str:
 
 def _read_values(code: str) -> str:
     """An expression for what a failure shows: `"L['x'].size()[0] = " + str(...)`."""
-    from stage2_symbolic_vm.shapes import reads
-
-    parts = [f"{read!r} + ' = ' + str({read})" for read in reads(code)]
+    parts = [f"{read!r} + ' = ' + str({read})" for read in _reads(code)]
     return " + ', ' + ".join(parts) or "'false'"
+
+
+def _reads(code: str) -> list[str]:
+    """The sizes and ints a guard's expression reads, as source text: what a failure shows."""
+    found = []
+
+    def visit(node):
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Call):
+            found.append(ast.unparse(node))  # `L['x'].size()[0]`
+            return
+        if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
+            found.append(ast.unparse(node))  # `L['n']`
+            return
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(ast.parse(code, mode="eval"))
+    return list(dict.fromkeys(found))
 
 
 def constant_match(source: Source, value, names: Names) -> Guard:
