@@ -143,6 +143,7 @@ class Shapes:
         self.symbol_nodes: dict = {}
         self.tracked: list[tuple[Source, object]] = []
         self.marked: dict = {}
+        self.at = None  # the frame the VM is running (vm.py's step): where a symbol was used
         if policy.symbolic:
             self._start()
 
@@ -262,7 +263,7 @@ class Shapes:
         self.symbol_nodes[symint.node.expr] = node
         self.tracked.append((source, symint))
         tx.trace.assume("type", source)
-        return SymNodeVariable(node, symint)
+        return SymNodeVariable(node, symint, self)
 
     # --- symbols in the trace ---------------------------------------------------------------
 
@@ -276,7 +277,7 @@ class Shapes:
                 "call_function", torch.ops.aten.sym_size.int, (tensor.node, dim),
                 meta=value, lineno=tx.lineno,
             )  # fmt: skip
-        return SymNodeVariable(node, value)
+        return SymNodeVariable(node, value, self)
 
     def metadata(self, tx, tensor, name: str, args: list, result):
         """A metadata op's answer with symbols in it (`x.size()`, `x.numel()`, `x.stride(0)`)."""
@@ -289,7 +290,7 @@ class Shapes:
             "call_method", name, node_args(args), meta=result, lineno=tx.lineno
         )
         if isinstance(result, (torch.SymInt, torch.SymFloat, torch.SymBool)):
-            return SymNodeVariable(node, result)
+            return SymNodeVariable(node, result, self)
         items = []
         for i, item in enumerate(result):
             if not isinstance(item, torch.SymInt):
@@ -298,7 +299,7 @@ class Shapes:
             getitem = tx.trace.add_node(
                 "call_function", operator.getitem, (node, i), meta=item, lineno=tx.lineno
             )
-            items.append(SymNodeVariable(getitem, item))
+            items.append(SymNodeVariable(getitem, item, self))
         return TupleVariable(items)
 
     def arithmetic(self, tx, fn, operands: list):
@@ -317,7 +318,7 @@ class Shapes:
             node = tx.trace.add_node(
                 "call_function", fn, node_args(operands), meta=result, lineno=tx.lineno
             )
-            return SymNodeVariable(node, result)
+            return SymNodeVariable(node, result, self)
         self.check_marked(tx)
         return tx.wrap_constant_result(result, getattr(fn, "__name__", "operator"))
 
@@ -329,8 +330,9 @@ class Shapes:
 
     # --- mark_dynamic: a symbol must stay a symbol ------------------------------------------
 
-    def check_marked(self, tx):
+    def check_marked(self, tx=None):
         """Raise ConstraintViolationError if a marked dimension became a single value."""
+        tx = tx if tx is not None else self.at
         for symbol, (source, dim) in self.marked.items():
             value = self.env.replace(symbol)
             if value.is_number:
@@ -379,14 +381,16 @@ class SymNodeVariable(Variable):
     (torch/_dynamo: `SymNodeVariable`). Where the VM needs the number itself (a `range`,
     a list index) it specialises: `int(s0)` makes the ShapeEnv guard `s0 == 4`."""
 
-    def __init__(self, node, value):
-        self.node, self.value = node, value
+    def __init__(self, node, value, shapes: Shapes):
+        self.node, self.value, self.shapes = node, value, shapes
 
     def python_type(self):
         return int if isinstance(self.value, torch.SymInt) else float
 
     def as_python_constant(self):
-        return self.python_type()(self.value)
+        number = self.python_type()(self.value)  # guarded: `s0 == 4`
+        self.shapes.check_marked()  # a marked dim may not be specialised, here or anywhere
+        return number
 
     def identity(self):
         return self.as_python_constant()

@@ -233,6 +233,7 @@ class InstructionTranslator(Building, ControlFlow):
         handler = getattr(self, ALIASES.get(inst.opname, inst.opname), None)
         if handler is None or not inst.opname.isupper():
             raise Unsupported("unsupported_opcode", f"no handler for opcode {inst.opname}")
+        self.trace.shapes.at = self  # the line a symbol is specialised at (shapes.py)
         handler(inst)
 
     def state(self) -> VMState:

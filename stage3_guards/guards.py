@@ -291,7 +291,7 @@ def shape_env_guard(shapes) -> Guard | None:
 
     from stage2_symbolic_vm.shapes import torch_source
 
-    shapes.check_marked(None)  # a mark specialised where no op saw it (kept: the first error)
+    shapes.check_marked()  # every specialisation was checked where it happened; once more
     placeholders = [value for _, value in shapes.tracked]
     sources = [torch_source(source) for source, _ in shapes.tracked]
     codes = [_readable(code) for code in shapes.env.produce_guards(placeholders, sources)]

@@ -203,6 +203,21 @@ def test_mark_dynamic_on_a_dim_the_code_specialises_names_the_line():
     assert_same_as_eager(f, only_four, y)
 
 
+def test_a_marked_dim_specialised_by_a_loop_names_the_loop_s_line():
+    def per_row(x):
+        total = x[0] * 0
+        for i in range(x.size(0)):  # range needs the number: the dim is specialised here
+            total = total + x[i]
+        return total
+
+    x = torch.randn(3, 2)
+    stage3_guards.mark_dynamic(x, 0)
+    with pytest.raises(stage3_guards.ConstraintViolationError) as error:
+        jit(per_row)(x)
+    assert f"{__file__}:{per_row.__code__.co_firstlineno + 2}" in str(error.value)
+    assert "for i in range(x.size(0)):" in str(error.value)
+
+
 def test_mark_dynamic_on_a_size_one_dim_is_refused():
     f = jit(rows_times_two)
     x = torch.randn(1, 3)
