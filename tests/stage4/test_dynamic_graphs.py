@@ -69,6 +69,20 @@ def test_the_graph_carries_symbols_as_torch_s_do():
     assert "torch.arange(" + symbol.name + ")" in gm.code
 
 
+def test_equal_sizes_are_one_symbol_and_one_placeholder():
+    def add(x, y):
+        return (x.sin() + y).mean(dim=1)
+
+    backend = Recorder()
+    f = stage4_fx.compile(add, backend=backend)
+    for cols in (8, 9, 10):
+        assert_same_as_eager(f, add, torch.randn(6, cols), torch.randn(6, cols))
+    placeholders = [n.name for n in backend.graphs[1].graph.nodes if n.op == "placeholder"]
+    assert len(placeholders) == 3 and placeholders[1:] == ["l_x_", "l_y_"]
+    with pytest.raises(RuntimeError):  # unequal sizes fail the guard and meet eager's error
+        f(torch.randn(6, 9), torch.randn(6, 10))
+
+
 def test_a_size_computed_inside_the_graph_is_a_sym_size_node():
     def last_rows(x):
         y = torch.cat([x, x])
