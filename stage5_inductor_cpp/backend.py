@@ -115,7 +115,10 @@ class CompiledGraph:
         self.last: CompiledCode | None = None
         self.same_arguments: SameArguments | None = None  # the last specialisation's check
         self.torch_reasons: list[str] = []  # why calls ran in torch, not in our kernels
-        self.specialize(list(example_inputs))
+        # A graph with symbolic sizes (issue 13) gets SymInts for them here, not sizes: its
+        # kernels are compiled at each call for the call's sizes, as any new shape is.
+        if not any(isinstance(a, torch.SymInt) for a in example_inputs):
+            self.specialize(list(example_inputs))
 
     def ran_in_torch(self, reason: str):
         """Say why the graph runs in torch: once per reason, in the log and `torch_reasons`."""

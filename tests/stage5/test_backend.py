@@ -4,6 +4,7 @@ import pytest
 import torch
 
 import stage3_guards
+import stage4_fx
 from stage5_inductor_cpp import CompiledGraph, compile_fx
 from stage5_inductor_cpp.backend import SameArguments, compile_graph, load_cpp, write_cpp
 from stage5_inductor_cpp.graph import LoweringError
@@ -184,3 +185,19 @@ def test_a_graph_compiled_under_autocast_runs_in_torch_under_it():
         check_torch_compile(matmul_relu, a, b)
     torch.testing.assert_close(compiled(a, b), matmul_relu(a, b))
     assert compiled.last.kernel_names
+
+
+def test_a_graph_with_symbolic_sizes_compiles_at_its_first_call_and_never_runs_in_torch():
+    backend_graphs = []
+
+    def backend(gm, example_inputs):
+        backend_graphs.append(compile_fx(gm, example_inputs))
+        return backend_graphs[-1]
+
+    fn = stage4_fx.compile(lambda a: (a * 2).softmax(-1), backend=backend)
+    for n in [3, 5, 9]:
+        x = torch.randn(n, 4)
+        torch.testing.assert_close(fn(x), (x * 2).softmax(-1))
+    symbolic = backend_graphs[-1]  # the second graph: its rows are a symbol
+    assert any(n.op == "placeholder" and "s" in n.name for n in symbolic.gm.graph.nodes)
+    assert symbolic.torch_reasons == [] and len(symbolic.specializations) == 2
