@@ -17,6 +17,7 @@ import hashlib
 import json
 import warnings
 
+import torch
 import triton
 import triton.testing
 from triton.runtime.errors import OutOfResources, PTXASError
@@ -105,8 +106,9 @@ def _specialisation(arg):
 
 
 def current_stream():
-    driver = triton.runtime.driver.active
-    return driver.get_current_stream(driver.get_current_device())
+    """The current CUDA stream, as a number: torch's, which Triton's driver also returns
+    (inductor's wrappers call the same `_cuda_getCurrentRawStream`, once per call)."""
+    return torch._C._cuda_getCurrentRawStream(torch._C._cuda_getDevice())
 
 
 class KernelLauncher:
@@ -156,13 +158,18 @@ class KernelLauncher:
             if binary is not None:  # Triton returns the binary it launched
                 self.compiled[config] = (key, binary)
             return
-        binary, hooks = known[1], triton.knobs.runtime  # as JITFunction.run passes them
+        binary, hooks = known[1], triton.knobs.runtime
+        # The hooks are chains of functions a profiler adds to; an empty chain is passed as
+        # None, which tells the launcher to call nothing, and then no launch metadata is
+        # built for them (a dict per launch, which JITFunction.run builds anyway).
+        enter = hooks.launch_enter_hook if hooks.launch_enter_hook.calls else None
+        leave = hooks.launch_exit_hook if hooks.launch_exit_hook.calls else None
         stream = current_stream()
         bound = (*args, *config.meta.values())  # the constexprs too, in the kernel's order
-        metadata = binary.launch_metadata(grid, stream, *bound)
+        metadata = binary.launch_metadata(grid, stream, *bound) if enter else None
         binary.run(
             grid[0], 1, 1, stream, binary.function, binary.packed_metadata, metadata,
-            hooks.launch_enter_hook, hooks.launch_exit_hook, *bound,
+            enter, leave, *bound,
         )  # fmt: skip
 
     def from_disk(self, path) -> Config | None:

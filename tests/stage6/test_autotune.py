@@ -168,7 +168,7 @@ class FakeBinary:
         self.runs = []
 
     def launch_metadata(self, grid, stream, *args):
-        return None
+        return ("metadata for", grid, stream)
 
     def run(self, *arguments):
         self.runs.append(arguments)
@@ -199,9 +199,14 @@ def test_later_launches_call_the_binary_until_the_specialisation_changes(monkeyp
     for args in ((aligned, aligned), (aligned, aligned), (aligned, odd), (aligned, odd)):
         launcher.run(*args, grid=grid(2**20))
     assert through_triton == [(aligned, aligned), (aligned, odd)]
+    launch = (1024, 1, 1, "stream", "function", "metadata", None, None, None)  # no hooks
+    assert binary.runs == [(*launch, aligned, aligned, 1024), (*launch, aligned, odd, 1024)]
+    # a profiler's hook is passed on, with the launch metadata it is called with
     hooks = autotune.triton.knobs.runtime
-    launch = (1024, 1, 1, "stream", "function", "metadata", None)
-    assert binary.runs == [
-        (*launch, hooks.launch_enter_hook, hooks.launch_exit_hook, aligned, aligned, 1024),
-        (*launch, hooks.launch_enter_hook, hooks.launch_exit_hook, aligned, odd, 1024),
-    ]
+    hooks.launch_enter_hook.add(hook := lambda metadata: None)
+    try:
+        launcher.run(aligned, odd, grid=grid(2**20))
+    finally:
+        hooks.launch_enter_hook.remove(hook)
+    assert binary.runs[-1][7:9] == (hooks.launch_enter_hook, None)
+    assert binary.runs[-1][6] == ("metadata for", (1024,), "stream")
