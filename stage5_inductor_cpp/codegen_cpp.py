@@ -33,6 +33,8 @@ CTYPES = {
 
 # Below this many elements a kernel runs on one thread: waking the OpenMP team costs more.
 PARALLEL_THRESHOLD = 32768
+# An outer reduction keeps one accumulator per element of the last outer dim, on the stack.
+OUTER_REDUCTION_LIMIT = 4096
 
 PRELUDE = r"""#include <algorithm>
 #include <cmath>
@@ -306,21 +308,10 @@ class CppKernel:
         acc = f"acc_{node.name}"
         if data.reduction_type in ("argmax", "argmin"):
             return self.arg_reduction_loop(node, n_outer, acc)
-        t = self.overrides.ctype(data.src_dtype)
-        floating = data.src_dtype.is_floating_point
-        if data.reduction_type in ("sum", "prod") and data.src_dtype == torch.float32:
-            t = "double"  # like torch's cascade sum, keep float32 sums accurate
-        if data.src_dtype == torch.bool or data.reduction_type in ("any", "all"):
-            t = "int"
-        init, omp_op, update = REDUCTIONS[data.reduction_type]
-        if data.reduction_type in ("max", "min") and t == "int":
-            init = "0" if data.reduction_type == "max" else "1"
-        if data.reduction_type in ("max", "min") and floating:  # lowest() is not -inf
-            sign = "-" if data.reduction_type == "max" else ""
-            init = sign + "std::numeric_limits<{t}>::infinity()"
-        self.lines.append(f"{t} {acc} = {init.format(t=t)};")
+        t, init, update, track_nan = self.accumulator(node)
+        omp_op = REDUCTIONS[data.reduction_type][1]
+        self.lines.append(f"{t} {acc} = {init};")
         pragma = f"#pragma omp simd reduction({omp_op}:{acc})"
-        track_nan = floating and data.reduction_type in ("max", "min")
         if track_nan:  # OpenMP's max ignores NaN; torch's amax returns it
             self.lines.append(f"int {acc}_nan = 0;")
             pragma += f" reduction(|:{acc}_nan)"
@@ -334,6 +325,25 @@ class CppKernel:
         self.lines += loop_nest("r", data.reduction_ranges, body, pragma)
         result = f"{acc}_nan ? std::numeric_limits<{t}>::quiet_NaN() : {acc}" if track_nan else acc
         self.define(node, Value(result, None), n_outer)
+
+    def accumulator(self, node: SchedulerNode) -> tuple[str, str, str, bool]:
+        """A reduction's accumulator: its C++ type, start value, update, and whether NaN is
+        tracked beside it."""
+        data = node.buffer.data
+        t = self.overrides.ctype(data.src_dtype)
+        floating = data.src_dtype.is_floating_point
+        if data.reduction_type in ("sum", "prod") and data.src_dtype == torch.float32:
+            t = "double"  # like torch's cascade sum, keep float32 sums accurate
+        if data.src_dtype == torch.bool or data.reduction_type in ("any", "all"):
+            t = "int"
+        init, _, update = REDUCTIONS[data.reduction_type]
+        if data.reduction_type in ("max", "min") and t == "int":
+            init = "0" if data.reduction_type == "max" else "1"
+        if data.reduction_type in ("max", "min") and floating:  # lowest() is not -inf
+            sign = "-" if data.reduction_type == "max" else ""
+            init = sign + "std::numeric_limits<{t}>::infinity()"
+        track_nan = floating and data.reduction_type in ("max", "min")
+        return t, init.format(t=t), update, track_nan
 
     def arg_reduction_loop(self, node: SchedulerNode, n_outer: int, acc: str):
         """argmax/argmin: the first extreme wins, and the first NaN beats everything (as torch)."""
@@ -362,22 +372,80 @@ class CppKernel:
         self.lines += loop_nest("r", data.reduction_ranges, body, "")
         self.define(node, Value(f"{acc}_index", None), n_outer)
 
+    def outer_reduction(self, n: int) -> SchedulerNode | None:
+        """The reduction to write with its last outer loop inside its reduction loops, or None.
+
+        A reduction whose loads are contiguous along the last outer dim and not along the
+        reduction (a 3x3 max-pool of a channels-last image: the window steps by whole pixels,
+        the channels are next to each other; a column sum) is written the other way round:
+        an accumulator per element of the last outer dim, and the SIMD loop over that dim,
+        inside the reduction loops. Inductor's C++ backend vectorizes such "outer"
+        reductions the same way (torch/_inductor/codegen/cpp.py, its `outer_loop_fusion`
+        and tiling)."""
+        loops = self.kernel.loops()
+        reduction = loops[0][0]
+        if n == 0 or not reduction.is_reduction or len(loops[0]) != 1:
+            return None
+        if any(node.inner_ranges(n) for loop in loops[1:] for node in loop):
+            return None  # the nodes after it must be one value per output element
+        data = reduction.buffer.data
+        if data.reduction_type not in REDUCTIONS or reduction.name in self.kernel.stash:
+            return None
+        if self.kernel.outer[-1] > OUTER_REDUCTION_LIMIT:
+            return None
+        last, rs = f"x{n - 1}", [f"r{i}" for i in range(len(data.reduction_ranges))]
+        loads = [index for _, index in reduction.loads(n)]
+        contiguous = all(index.coefficient(last) == 1 for index in loads)
+        if not loads or not contiguous or any(i.coefficient(r) == 1 for i in loads for r in rs):
+            return None
+        return reduction
+
+    def write_outer_reduction(self, node: SchedulerNode, n: int) -> list[str]:
+        """The body of the outer loops but the last: accumulators, the reduction loops
+        around a SIMD loop over the last outer dim, then a loop that stores each result."""
+        data, acc, last = node.buffer.data, f"acc_{node.name}", f"x{n - 1}"
+        t, init, update, track_nan = self.accumulator(node)
+        size = self.kernel.outer[-1]
+        lines = [f"{t} {acc}[{size}];"] + ([f"int {acc}_nan[{size}];"] if track_nan else [])
+        starts = [f"{acc}[{last}] = {init};"] + ([f"{acc}_nan[{last}] = 0;"] if track_nan else [])
+        lines += loop_nest_var(last, size, starts, "#pragma omp simd")
+        with self.block() as body:
+            value = node.call_inner_fn(self, n)
+            body.append(update.format(acc=f"{acc}[{last}]", v=value, t=t))
+            if track_nan:
+                body.append(f"{acc}_nan[{last}] |= ({value} != {value});")
+        lines += loop_nest(
+            "r", data.reduction_ranges, loop_nest_var(last, size, body, "#pragma omp simd"), ""
+        )
+        with self.block() as after:
+            element = f"{acc}[{last}]"
+            if track_nan:
+                element = f"{acc}_nan[{last}] ? std::numeric_limits<{t}>::quiet_NaN() : {element}"
+            self.define(node, Value(element, None), n)
+            for loop in self.kernel.loops()[1:]:
+                self.pointwise_loop(loop, n, simd=True)
+        return lines + loop_nest_var(last, size, after, "#pragma omp simd")
+
     def generate(self) -> str:
         kernel, n = self.kernel, len(self.kernel.outer)
         pointwise_only = all(
             not node.is_reduction and not node.inner_ranges(n) for node in kernel.nodes
         )
-        with self.block() as body:
-            for loop in kernel.loops():
-                if loop[0].is_reduction:
-                    self.reduction_loop(loop[0], n)
-                else:
-                    self.pointwise_loop(loop, n, simd=True)
+        outer = kernel.outer
+        if (interchanged := self.outer_reduction(n)) is not None:
+            body, outer = self.write_outer_reduction(interchanged, n), kernel.outer[:-1]
+        else:
+            with self.block() as body:
+                for loop in kernel.loops():
+                    if loop[0].is_reduction:
+                        self.reduction_loop(loop[0], n)
+                    else:
+                        self.pointwise_loop(loop, n, simd=True)
         work = math.prod(kernel.outer) * max(
             math.prod(node.inner_ranges(n)) for node in kernel.nodes
         )
-        parallel = work >= PARALLEL_THRESHOLD and math.prod(kernel.outer) > 1
-        lines = outer_loops(kernel.outer, body, parallel, simd_last=pointwise_only)
+        parallel = work >= PARALLEL_THRESHOLD and math.prod(outer) > 1
+        lines = outer_loops(outer, body, parallel, simd_last=pointwise_only)
         params = []
         for name, mode in self.args.items():
             const = "const " if mode == "in" else ""
@@ -420,6 +488,11 @@ def loop_nest(prefix: str, ranges, body: list[str], innermost_pragma: str) -> li
             header.insert(0, innermost_pragma)
         lines = header + lines
     return lines
+
+
+def loop_nest_var(var: str, size: int, body: list[str], pragma: str) -> list[str]:
+    """One `for` loop over `var`, an outer loop's variable, around `body`."""
+    return [pragma, f"for (int64_t {var} = 0; {var} < {size}; {var}++)", "{", *indent(body), "}"]
 
 
 def outer_loops(outer, body: list[str], parallel: bool, simd_last: bool) -> list[str]:

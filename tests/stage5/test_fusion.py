@@ -263,3 +263,30 @@ def test_cheap_values_are_computed_again_not_stashed():
 
     (kernel,) = schedule(fn, torch.randn(16, 32)).steps
     assert kernel.stash == {}
+
+
+def outer_reduction_source(fn, *args):
+    compiled = compile_fx(torch.fx.symbolic_trace(fn), list(args))
+    torch.testing.assert_close(compiled(*args), fn(*args), equal_nan=True)
+    return compiled.last.source
+
+
+def test_a_reduction_contiguous_across_outputs_accumulates_a_row_of_them():
+    """A column sum and a channels-last 3x3 max-pool read neighbouring outputs' elements
+    next to each other: one accumulator per output of the last dim, the SIMD loop over it."""
+    x = torch.randn(300, 64)
+    x[7, 5] = float("nan")  # max keeps NaN per column, as torch does
+    column_sum = outer_reduction_source(lambda a: a.sum(0), x)
+    assert "double acc_buf0[64];" in column_sum and "acc_buf0[x0] = acc_buf0[x0] +" in column_sum
+    column_max = outer_reduction_source(lambda a: a.amax(0), x)
+    assert "acc_buf0_nan[x0] |=" in column_max
+
+    weight = torch.randn(16, 3, 3, 3)
+    image = torch.randn(2, 3, 20, 20)
+    stem = lambda a: F.max_pool2d(torch.relu(F.conv2d(a, weight, padding=1)), 3, 2, 1)  # noqa: E731
+    assert "[16];" in outer_reduction_source(stem, image)  # (N, H, W) outer, 16 channels inner
+
+
+def test_a_reduction_along_memory_stays_an_inner_loop():
+    source = outer_reduction_source(lambda a: a.sum(1), torch.randn(64, 300))
+    assert "acc_buf0 = " in source and "acc_buf0[" not in source
