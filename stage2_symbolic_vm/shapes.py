@@ -168,9 +168,22 @@ class Shapes:
             raise RestartTrace
         self._start()
 
+    @contextlib.contextmanager
     def mode(self):
-        """The context an op runs in: the FakeTensorMode, or nothing for meta tensors."""
-        return self.fake_mode if self.active else contextlib.nullcontext()
+        """The context an op runs in: the FakeTensorMode, or nothing for meta tensors.
+
+        With the Python dispatcher on, as torch/_dynamo/utils.py's `get_fake_value` runs every
+        op: a composite op's C++ kernel may read `sizes()` (an `int()` of each symbol, which
+        pins it to this call's value), and torch registers Python kernels that keep them
+        symbolic (`F.interpolate`'s upsample, `torch.unsafe_chunk`; `x @ w` of a 3-d `x`
+        in torch 2.11, where GPT-2's `lm_head` pinned the batch size)."""
+        if not self.active:
+            yield
+            return
+        from torch._dispatch.python import enable_python_dispatcher
+
+        with self.fake_mode, enable_python_dispatcher():
+            yield
 
     # --- which sizes are symbols ------------------------------------------------------------
 

@@ -242,6 +242,23 @@ def test_automatic_dynamic_off_recompiles_every_size(monkeypatch):
     assert counters.compiled == 3
 
 
+def upsampled_halves(x):
+    # Both ops' C++ kernels read `sizes()`, an int() of every symbol; torch runs them through
+    # its Python kernels instead (as GPT-2's `x @ w` of a 3-d `x` in torch 2.11).
+    up = torch.nn.functional.interpolate(x, scale_factor=2.0, mode="nearest")
+    return torch.unsafe_chunk(up, 2, 0)[0] * x.size(0)
+
+
+def test_a_composite_op_keeps_its_sizes_symbolic():
+    f = jit(upsampled_halves)
+    for batch, width in [(2, 3), (4, 5), (6, 7), (8, 2)]:
+        assert_same_as_eager(f, upsampled_halves, torch.randn(batch, 3, width))
+    assert (counters.compiled, counters.eager) == (2, 0)  # not one compile per size
+    [dynamic, _] = f.cache.entries
+    [size_guard] = [g for g in dynamic.guards.guards if g.kind == "SHAPE_ENV"]
+    assert "L['x'].size()[0] >= 2" in size_guard.code
+
+
 def test_parameters_keep_their_sizes():
     linear = torch.nn.Linear(3, 2)
 
