@@ -8,6 +8,8 @@ its `forward`. This is torch/_dynamo/variables/{functions,torch,nn_module}.py
 in a few classes.
 """
 
+import contextlib
+import contextvars
 import functools
 import operator
 import sys
@@ -233,7 +235,7 @@ TORCH_QUERIES = {
     torch.compiler.is_exporting: lambda tx: ConstantVariable(False),
     torch.is_grad_enabled: lambda tx: tx.global_state("grad_mode", tx.root().grad_enabled),
     torch.is_inference_mode_enabled: lambda tx: tx.global_state(
-        "grad_mode", torch.is_inference_mode_enabled()
+        "inference_mode", inference_mode_enabled()
     ),
     torch.get_default_dtype: lambda tx: tx.global_state("default_dtype", torch.get_default_dtype()),
     torch.get_default_device: lambda tx: tx.global_state(
@@ -410,6 +412,32 @@ class AutogradApplyVariable(Variable):
 
     def __repr__(self):
         return f"AutogradApplyVariable({self.function.cls.__qualname__})"
+
+
+_caller_in_inference_mode = contextvars.ContextVar("minidynamo_inference_mode", default=False)
+
+
+@contextlib.contextmanager
+def outside_inference_mode():
+    """Compile with inference mode off and grad off in its place, as torch does
+    (torch/_dynamo/utils.py, `maybe_disable_inference_mode`): tensors made under inference
+    mode have no version counter, and the trace reads a meta tensor's to learn what an op
+    writes. The graph itself runs in the caller's mode, so its outputs are inference tensors
+    just as eager's are."""
+    if not torch.is_inference_mode_enabled():
+        yield
+        return
+    token = _caller_in_inference_mode.set(True)
+    try:
+        with torch.inference_mode(False), torch.no_grad():
+            yield
+    finally:
+        _caller_in_inference_mode.reset(token)
+
+
+def inference_mode_enabled() -> bool:
+    """Whether the caller runs under `torch.inference_mode()`, also while compiling outside it."""
+    return _caller_in_inference_mode.get() or torch.is_inference_mode_enabled()
 
 
 # Grad-mode context managers: the class, and the mode it sets (None: set_grad_enabled's

@@ -243,10 +243,14 @@ class Shapes:
         from torch.fx.experimental.symbolic_shapes import DimDynamic, StatelessSymbolicContext
 
         kinds = [DimDynamic.DYNAMIC if i in dims else DimDynamic.STATIC for i in range(value.dim())]
+        from torch._subclasses.meta_utils import disable_inference_mode_for_fake_prop
+
         context = StatelessSymbolicContext(dynamic_sizes=kinds)
-        fake = self.fake_mode.from_tensor(
-            value, source=torch_source(source), symbolic_context=context
-        )
+        with disable_inference_mode_for_fake_prop():  # an inference tensor's FakeTensor would
+            # have no version counter either (torch/_dynamo/utils.py does the same)
+            fake = self.fake_mode.from_tensor(
+                value, source=torch_source(source), symbolic_context=context
+            )
         marked = set(getattr(value, DYNAMIC_MARK, ()))
         for dim in sorted(dims):  # torch lifts them the same way: `s0` before `L_x_`
             size = fake.size(dim)

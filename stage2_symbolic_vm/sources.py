@@ -201,7 +201,7 @@ class Assumption:
     list, tuple, dict or module container), "dict_keys", "absent" (an
     `ItemSource` key is not in its dict: an instance attribute that would hide
     the class's, or that the code found missing), "module_hooks" (a module
-    still has no hooks), and the global state "grad_mode",
+    still has no hooks), and the global state "grad_mode", "inference_mode",
     "default_dtype", "default_device" and "autocast" (`source` is None for those).
     """
 
@@ -219,6 +219,7 @@ class Assumption:
         "absent",
         "module_hooks",
         "grad_mode",
+        "inference_mode",
         "default_dtype",
         "default_device",
         "autocast",

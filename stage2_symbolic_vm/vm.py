@@ -33,7 +33,7 @@ from .builtins_table import class_of
 from .containers import DictVariable, SequenceVariable
 from .control_flow import ControlFlow
 from .errors import Location, ObservedException, Unsupported
-from .functions import SuperVariable, UserFunctionVariable
+from .functions import SuperVariable, UserFunctionVariable, outside_inference_mode
 from .iterators import GeneratorVariable
 from .side_effects import SideEffects
 from .sources import (
@@ -119,7 +119,7 @@ def trace(fn, *args, **kwargs) -> Trace:
     code = function.__code__
     if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
         raise Unsupported("unsupported_value", f"{code.co_qualname} is a generator function")
-    with shapes.compiling(shapes.current_policy()):
+    with shapes.compiling(shapes.current_policy()), outside_inference_mode():
         while True:  # once, or twice when the first symbol appears late (shapes.RestartTrace)
             tx = InstructionTranslator(code, function.__globals__, Trace(code))
             if isinstance(fn, types.MethodType):  # the method's `self` is not an argument

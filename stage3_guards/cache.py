@@ -27,6 +27,7 @@ from stage1_eval_frame import SKIP, call_unhooked
 from stage1_eval_frame.logs import get_logger
 from stage2_symbolic_vm import shapes
 from stage2_symbolic_vm.errors import Unsupported
+from stage2_symbolic_vm.functions import outside_inference_mode
 from stage2_symbolic_vm.trace import Trace
 
 from .guard_function import GuardFunction, failure_reason
@@ -177,7 +178,7 @@ class FrameCache:
                 return None
             policy = self.shape_policy()
             try:
-                with shapes.compiling(policy):
+                with shapes.compiling(policy), outside_inference_mode():
                     entry = self.compile_entry(frame)
                 if self.find(L, G, F, [entry]) is None:  # a bug, caught here not on every call
                     reason = failure_reason(entry.guards.guards, L, G, F)

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from stage2_symbolic_vm.functions import GLOBAL_HOOKS, MODULE_HOOKS
+from stage2_symbolic_vm.functions import GLOBAL_HOOKS, MODULE_HOOKS, inference_mode_enabled
 from stage2_symbolic_vm.sources import Assumption, BuiltinSource, Source
 from stage2_symbolic_vm.variables import compared_by_identity
 
@@ -427,6 +427,15 @@ def grad_mode(source: None, value, names: Names) -> Guard:
     return Guard("GRAD_MODE", None, _on_off(enabled), (check,), names.objects)
 
 
+def inference_mode(source: None, value, names: Names) -> Guard:
+    """The caller's inference mode, which the code asked for (the compile runs outside it:
+    `outside_inference_mode` in stage2_symbolic_vm/functions.py)."""
+    enabled = inference_mode_enabled()
+    actual = f"{names(torch)}.is_inference_mode_enabled()"
+    check = Check(f"{actual} is {enabled}", "inference mode", enabled, actual, _on_off)
+    return Guard("INFERENCE_MODE", None, _on_off(enabled), (check,), names.objects)
+
+
 def default_device(source: None, value, names: Names) -> Guard:
     device = torch.get_default_device()
     actual = f"{names(torch)}.get_default_device()"
@@ -468,6 +477,7 @@ GUARD_BUILDERS = {
     "absent": absent,
     "module_hooks": module_hooks,
     "grad_mode": grad_mode,
+    "inference_mode": inference_mode,
     "default_dtype": default_dtype,
     "default_device": default_device,
     "autocast": autocast,

@@ -2012,6 +2012,50 @@ def test_grad_mode_change():
     assert not out.requires_grad and not enabled
 
 
+def scaled_in_place(x, y):
+    y.mul_(2)  # an op that writes: the trace learns it from a meta tensor's version counter
+    return (x + y).relu(), x.view(-1)
+
+
+def test_inference_mode_compiles_static_and_dynamic_frames_as_eager():
+    opt = stage4_fx.compile(scaled_in_place, backend="eager")
+    with torch.inference_mode():
+        for rows in (3, 4, 5):  # static, then a symbol for the rows
+            x, y = torch.randn(rows, 2), torch.randn(rows, 2)
+            assert_same_as_eager(opt, scaled_in_place, x, y)
+            out, view = opt(x, y)
+            assert out.is_inference() and view.is_inference()
+    assert (counters.compiled, counters.eager) == (2, 0)
+    assert counters.cache_hits == 4  # six calls, two of them compiles
+    with torch.no_grad():  # the same graph outside inference mode gives normal tensors
+        out, _ = opt(torch.randn(5, 2), torch.randn(5, 2))
+    assert not out.is_inference() and counters.compiled == 2
+
+
+def test_an_inference_tensor_written_outside_inference_mode_raises_as_eager():
+    with torch.inference_mode():
+        x, y = torch.randn(3, 2), torch.randn(3, 2)
+    opt = stage4_fx.compile(scaled_in_place, backend="eager")
+    assert_same_as_eager(opt, scaled_in_place, torch.randn(3, 2), torch.randn(3, 2))
+    with pytest.raises(RuntimeError, match="Inplace update to inference tensor"):
+        opt(x, y)
+    with pytest.raises(RuntimeError, match="Inplace update to inference tensor"):
+        scaled_in_place(x, y)
+
+
+def test_is_inference_mode_enabled_is_guarded():
+    def fn(x):
+        return x * 2, torch.is_inference_mode_enabled()
+
+    opt = stage4_fx.compile(fn, backend="eager")
+    with torch.inference_mode():
+        assert opt(X)[1] is True
+    with torch.no_grad():  # grad is off in both: only the inference mode guard sees it
+        assert opt(X)[1] is False
+    [cache] = [c for c in opt.options.caches.values() if c.entries]
+    assert cache.recompile_reasons == ["inference mode changed: expected enabled, got disabled"]
+
+
 def test_object_and_class_attribute_changes():
     def fn(x, f):
         return f(x) + f.eps
