@@ -22,6 +22,7 @@ import types
 
 import torch
 
+from . import shapes
 from .builtins_table import (
     PYTHON_MODULES,
     BuiltinVariable,
@@ -88,6 +89,12 @@ def wrap_new(tx, value, source):
         symbolic = tx.trace.shapes.symbolic_int(tx, value, source)
         if symbolic is not None:
             return symbolic
+    if type(value) is tuple and source is not None and holds_int_argument(value, source):
+        # item by item, as torch wraps every tuple: `f(x, (b, 1))` and `x.view(*shape)` make
+        # `b` a symbol (`L['shape'][0]`) when it changes, not a new constant tuple each time
+        assume("type")
+        assume("length")
+        return TupleVariable([tx.read(item(v, i)) for i, v in enumerate(value)], source)
     if is_constant_value(value):
         return ConstantVariable(value, source, trace if source is not None else None)
     if type(value) in (list, tuple):
@@ -194,6 +201,15 @@ def wrap_new(tx, value, source):
     if is_python_class(value):
         return UserClassVariable(value, source)
     return ObjectVariable(value, source, trace if source is not None else None)
+
+
+def holds_int_argument(value: tuple, source) -> bool:
+    """A tuple the frame received with an int in it (also in a tuple in it), which shapes.py
+    may make a symbol; a module's or a global's tuple stays one constant."""
+    if not shapes.is_argument(source):
+        return False
+    inner = [v for v in value if type(v) is tuple]
+    return any(type(v) is int for v in value) or any(holds_int_argument(v, source) for v in inner)
 
 
 def is_method_of_self(value) -> bool:

@@ -141,6 +141,40 @@ def test_an_int_argument_that_changes_becomes_a_symbol():
     assert counters.compiled == 3
 
 
+def scale_by_pair(x, pair):
+    return x * pair[0] + pair[1]
+
+
+def test_an_int_in_a_tuple_argument_becomes_a_symbol_of_its_own():
+    f = jit(scale_by_pair)
+    x = torch.randn(3)
+    for b in (2, 3, 4, 9):
+        assert_same_as_eager(f, scale_by_pair, x, (b, 1))
+    assert counters.compiled == 2
+    assert f.cache.recompile_reasons == [
+        "value of item 0 of local 'pair' changed: expected 2, got 3; "
+        "item 0 of local 'pair' is now dynamic"
+    ]
+    guards = [str(g) for g in f.cache.entries[0].guards.guards if g.source is not None]
+    assert "item 0 of local 'pair' TYPE_MATCH: int" in guards  # a symbol: its type
+    assert "item 1 of local 'pair' CONSTANT_MATCH: 1" in guards  # unchanged: its value
+    assert_same_as_eager(f, scale_by_pair, x, (5, 2))  # the constant item changed
+    assert counters.compiled == 3
+
+
+def viewed(x, shape):
+    return x.view(*shape) * 2
+
+
+def test_a_shape_tuple_passed_in_keeps_its_changing_int_symbolic():
+    f = jit(viewed)
+    for rows in (3, 5, 6, 7):
+        assert_same_as_eager(f, viewed, torch.randn(rows * 4), (rows, 4))
+    assert counters.compiled == 2
+    [shape_guard] = [g for g in f.cache.entries[0].guards.guards if g.kind == "SHAPE_ENV"]
+    assert "L['x'].size()[0] == 4*L['shape'][0]" in shape_guard.code
+
+
 def test_an_int_used_as_a_loop_count_is_specialised_by_its_guard():
     def repeat(x, n):
         for _ in range(n):
