@@ -5,7 +5,9 @@ arguments, and reports every frame compiled so far: the graphs, the breaks
 with their user lines and explanations, the guards, the ops of each graph,
 and why a frame compiled again. The caches live as long as the `explain(fn)`
 object, so calling it again with new sizes shows the recompiles (and the
-dims that became symbols).
+dims that became symbols). torch's `explain` resets Dynamo before and after
+each call, so it reports one call and never a recompile; a fresh
+`explain(fn)` per call is the same here.
 """
 
 import dataclasses

@@ -132,6 +132,15 @@ def test_explain_called_again_shows_the_recompile_and_its_new_symbol():
     assert "Recompile Reasons:\n  size of local 'x' changed" in str(second)
 
 
+def test_a_fresh_explain_per_call_sees_one_call_as_torch_s_does():
+    stage4_fx.explain(flatten_rows)(torch.randn(4, 3, 2), 2)
+    second = stage4_fx.explain(flatten_rows)(torch.randn(5, 3, 2), 2)
+    assert (second.graph_count, second.recompile_reasons) == (1, [])
+    assert "local 'x' TENSOR_MATCH: float32, cpu, size=(5, 3, 2), stride=(6, 2, 1)" in [
+        str(guard) for guard in second.out_guards
+    ]
+
+
 def test_a_symbolic_size_lives_across_a_graph_break():
     def with_print(x):
         n = x.size(0) * 2
