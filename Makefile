@@ -18,7 +18,7 @@ SUPPORTED := 3.11 3.12 3.13
 SUPPORTED_WORDS := 3.11, 3.12 and 3.13
 version_of = $(shell $(1) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
 
-.PHONY: demo test lint format layering pytest docs docs-serve docs-check bench clean python-version
+.PHONY: demo test lint format layering pytest docs test-solutions docs-serve docs-check bench clean python-version
 
 $(STAMP): pyproject.toml setup.py $(wildcard stage1_eval_frame/*.c stage1_eval_frame/*.h) constraints.txt | python-version
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -42,7 +42,7 @@ python-version:
 demo: $(STAMP)
 	$(VENV)/bin/minidynamo tour
 
-test: $(STAMP) lint layering pytest docs
+test: $(STAMP) lint layering pytest docs test-solutions
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -61,6 +61,11 @@ pytest: $(STAMP)
 
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
+
+# Each exercise's published solution (docs/solutions/) makes its test pass in a copy of
+# the tree, and the shipped code fails it; the copies run in parallel.
+test-solutions: $(STAMP)
+	$(PY) scripts/test_solutions.py --jobs $(CPUS)
 
 docs-serve: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve

@@ -38,9 +38,9 @@ def test_sign():
         check_kernels(torch.sign, args)
 
 
-def test_logsumexp():
-    infinities = torch.tensor([[float("-inf")] * 3, [float("inf")] * 3, [1.0, float("-inf"), 2.0]])
-    for args in (x, specials, infinities):
-        check_kernels(lambda a: torch.logsumexp(a, 1), args)  # one kernel, as softmax over rows
-        check_kernels(lambda a: torch.logsumexp(a, (0, 1)), args)
-        check_kernels(lambda a: torch.logsumexp(a, 0, True), args, kernels=2)  # as softmax(a, 0)
+def test_cosine_similarity():
+    zeros = torch.zeros(2, 8)
+    for a, b in ((x, x.flip(0)), (specials, x[:2]), (x[:2], zeros), (specials, specials)):
+        check_kernels(torch.cosine_similarity, a, b)  # one kernel: three sums over each row
+        check_kernels(lambda p, q: torch.cosine_similarity(p, q, 0), a, b)
+        check_kernels(lambda p, q: torch.cosine_similarity(p, q, -1, 0.5), a, b)
