@@ -1,0 +1,37 @@
+"""Chapter 4 in miniature: a trace becomes an FX graph; a graph break makes two of them."""
+
+import operator
+
+import torch
+import torch.fx
+
+
+def f(x):
+    y = torch.sin(x) * 2
+    print("a side effect the graph cannot hold")  # the VM stops here: a graph break
+    return y + x
+
+
+def graph_of(inputs, ops):
+    """An FX graph built by hand from a trace: placeholders, one node per op, an output."""
+    graph = torch.fx.Graph()
+    env = {name: graph.placeholder(name) for name in inputs}
+    for result, fn, args in ops:
+        env[result] = graph.call_function(fn, tuple(env.get(a, a) for a in args))
+    graph.output(env[ops[-1][0]])
+    return torch.fx.GraphModule(torch.nn.Module(), graph)
+
+
+before = graph_of(["x"], [("s", torch.sin, ["x"]), ("y", operator.mul, ["s", 2])])
+after = graph_of(["y", "x"], [("r", operator.add, ["y", "x"])])  # the resume function's graph
+print(before.code.strip(), after.code.strip(), sep="\n")
+
+
+def compiled_f(x):  # what stage 4's new bytecode does: graph, the one instruction, resume
+    y = before(x)
+    print("a side effect the graph cannot hold")
+    return after(y, x)
+
+
+x = torch.randn(3)
+torch.testing.assert_close(compiled_f(x), f(x))

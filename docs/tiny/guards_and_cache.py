@@ -1,0 +1,37 @@
+"""Chapter 3 in miniature: a guard is one function of the arguments, a cache is a dict."""
+
+import torch
+
+from stage2_symbolic_vm import replay, trace
+
+
+def f(x):
+    if x.size(0) > 2:  # the trace sees a number, takes one branch, and relies on it
+        return x * 2
+    return x + 1
+
+
+cache = {}  # code object -> [(guard, trace)], newest first
+
+
+def call(fn, x):
+    for guard, recorded in cache.get(fn.__code__, []):
+        if guard(x):  # what the trace relied on still holds: replay it
+            print(f"size {x.size(0)}: hit, {guard.__doc__}")
+            return replay(recorded, fn, x)
+    size, dtype = x.size(0), x.dtype  # what this trace relies on (stage 3 asks the trace)
+
+    def guard(x):
+        return x.size(0) == size and x.dtype == dtype
+
+    guard.__doc__ = f"x.size(0) == {size} and x.dtype == {dtype}"
+    recorded = trace(fn, x)
+    cache.setdefault(fn.__code__, []).insert(0, (guard, recorded))
+    print(f"size {x.size(0)}: miss, traced {len(recorded.nodes)} nodes, guard {guard.__doc__}")
+    return replay(recorded, fn, x)
+
+
+for n in (3, 3, 1, 3, 1):
+    x = torch.ones(n)
+    assert torch.equal(call(f, x), f(x))
+print(len(cache[f.__code__]), "entries in the cache of f")

@@ -1,0 +1,39 @@
+"""Chapter 2 in miniature: run real bytecode on names instead of values, and record each op."""
+
+import dis
+
+
+class TinyVM:
+    """A stack machine for four opcodes, one method each, as stage 2's VM is written."""
+
+    def __init__(self, fn, *names):
+        self.code, self.stack, self.trace = fn.__code__, [], []
+        self.locals = dict(zip(self.code.co_varnames, names, strict=False))
+
+    def run(self):
+        for inst in dis.get_instructions(self.code):  # straight-line code: no jumps
+            print(f"  {inst.opname:<13} {inst.argrepr:<4} stack {self.stack}")
+            if inst.opname == "RETURN_VALUE":
+                return self.stack.pop()
+            if inst.opname != "RESUME":  # CPython's marker at the start of a frame
+                getattr(self, inst.opname)(inst)  # the step: one method per opcode
+
+    def LOAD_FAST(self, inst):
+        self.stack.append(self.locals[inst.argval])
+
+    def LOAD_CONST(self, inst):
+        self.stack.append(inst.argval)
+
+    def BINARY_OP(self, inst):  # the operation is not done but recorded; a new name stands for it
+        right, left = self.stack.pop(), self.stack.pop()
+        self.trace.append(f"t{len(self.trace)} = {left} {inst.argrepr} {right}")
+        self.stack.append(f"t{len(self.trace) - 1}")
+
+
+def f(x):
+    return x * 2 + 1
+
+
+vm = TinyVM(f, "x")
+result = vm.run()
+print("trace:", *vm.trace, f"return {result}", sep="\n  ")
