@@ -18,7 +18,6 @@ from collections.abc import Callable
 
 import torch
 
-from stage1_eval_frame import call_unhooked
 from stage1_eval_frame.logs import get_logger
 from stage3_guards import CompileError
 
@@ -161,32 +160,18 @@ def eager(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
 
 @register_backend
 def aot_eager(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
-    """AOTAutograd with no compiler, as torch's `aot_eager`: the graph is traced to ATen ops
-    on fake tensors, functionalised, and split into a forward and a backward graph, which run
-    as they are. The tracing and the partition are torch's (`aot_module_simplified`, with
-    the partitioner torch's aot_eager uses) until issue 14 brings our own; what this backend
-    adds is that the name stays ours and that the graphs run with the hook off."""
-    # Imported on first use: torch._functorch.aot_autograd pulls in sympy and torch._dynamo,
-    # a second of start-up that a program using only `eager` should not pay.
-    from torch._functorch.aot_autograd import aot_module_simplified
-    from torch._functorch.partitioners import min_cut_rematerialization_partition
+    """AOTAutograd with no compiler, as torch's `aot_eager`: each call's graph is traced to
+    ATen ops on fake tensors, functionalised, and split into a forward and a backward
+    graph (aot.py), which run as they are: a debugging aid that separates a bug of the
+    tracing and partition from one of a compiler."""
+    # Imported on first use: make_fx and fake tensors pull in sympy and torch._dynamo, a
+    # second of start-up that a program using only `eager` should not pay.
+    from .aot import aot_autograd
 
-    return aot_module_simplified(
-        gm,
-        example_inputs,
-        fw_compiler=run_as_is,
-        partition_fn=min_cut_rematerialization_partition,
-        keep_inference_input_mutations=True,
-    )
+    return aot_autograd(gm, run_as_is)
 
 
 def run_as_is(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
-    """AOTAutograd's compiler for `aot_eager` (torch: `boxed_nop`): the graph, called with a
-    list of arguments as AOTAutograd calls its graphs, and with the hook off, since autograd
-    may run the backward graph inside a compiled region, where its frame would be compiled."""
-
-    def run(args: list):
-        return call_unhooked(gm.forward, *args)
-
-    run._boxed_call = True  # AOTAutograd's sign for "takes the argument list"
-    return run
+    """`aot_eager`'s compiler (torch: `boxed_nop`): the graph itself. aot.py calls it with
+    the hook off, since autograd may run the backward graph inside a compiled region."""
+    return gm.forward

@@ -5,12 +5,14 @@ cache (cache.py) -> a Python wrapper that calls the kernels (wrapper.py).
 
 The compiled code is specialised to the inputs' sizes, strides and dtypes (and the
 values of Python-number inputs); a call with different ones compiles another
-specialisation. Graphs the kernels cannot run are run by torch, whole: graphs whose
-writes we cannot follow (into a module's tensors, into an input that shares memory with
-another; writes into inputs and their views are written back, functionalize.py), that
-need autograd, that run under autocast, or whose tensors are not on the CPU, and every
-graph when there is no C++ compiler (after one warning). Each such reason is logged
-once and kept in `CompiledGraph.torch_reasons`.
+specialisation. A call that needs autograd (an input requires grad, grad mode on) runs
+a forward and a backward graph, traced and split by stage 4's aot.py, each compiled
+here (torch's `compile_fx` hands its graphs to `aot_autograd` the same way). Graphs the
+kernels cannot run are run by torch, whole: graphs whose writes we cannot follow (into a
+module's tensors, into an input that shares memory with another; writes into inputs and
+their views are written back, functionalize.py), that run under autocast, or whose
+tensors are not on the CPU, and every graph when there is no C++ compiler (after one
+warning). Each such reason is logged once and kept in `CompiledGraph.torch_reasons`.
 """
 
 import ctypes
@@ -23,8 +25,10 @@ import torch.fx
 from torch._C._dynamo.guards import TensorGuards
 
 from stage1_eval_frame.logs import get_logger
+from stage4_fx.aot import AotGraph, aot_autograd, needs_autograd
 
 from . import cache
+from .aten import DECOMPOSITIONS, as_torch_calls
 from .codegen_cpp import PRELUDE, CppKernel
 from .graph import EagerOnly, GraphLowering
 from .ir import ExternKernel
@@ -115,10 +119,16 @@ class CompiledGraph:
         self.last: CompiledCode | None = None
         self.same_arguments: SameArguments | None = None  # the last specialisation's check
         self.torch_reasons: list[str] = []  # why calls ran in torch, not in our kernels
+        self.training: AotGraph | None = None  # the forward and backward graphs (autograd)
+        self.parts: list[CompiledGraph] = []  # their compiled graphs
         # A graph with symbolic sizes (issue 13) gets SymInts for them here, not sizes: its
         # kernels are compiled at each call for the call's sizes, as any new shape is.
-        if not any(isinstance(a, torch.SymInt) for a in example_inputs):
-            self.specialize(list(example_inputs))
+        # A training graph's kernels are those of its two graphs, compiled at its first call.
+        example_inputs = list(example_inputs)
+        if not any(isinstance(a, torch.SymInt) for a in example_inputs) and not needs_autograd(
+            example_inputs
+        ):
+            self.specialize(example_inputs)
 
     def ran_in_torch(self, reason: str):
         """Say why the graph runs in torch: once per reason, in the log and `torch_reasons`."""
@@ -127,11 +137,7 @@ class CompiledGraph:
             log.info("running the graph in torch: %s", reason)
 
     def eager_reason(self, args) -> str | None:
-        """Why these arguments cannot run the kernels this call (autograd, autocast), or None."""
-        if torch.is_grad_enabled() and any(
-            isinstance(a, torch.Tensor) and a.requires_grad for a in args
-        ):
-            return "autograd needs the graph (the kernels have no backward)"
+        """Why these arguments cannot run the kernels this call (autocast), or None."""
         # Autocast picks each op's dtype as it runs (a bfloat16 matmul, a float32 sum);
         # kernels compiled for float32 would read its results as float32.
         if not any(map(torch.is_autocast_enabled, AUTOCAST_DEVICES)):
@@ -186,7 +192,32 @@ class CompiledGraph:
             return None
         return self.last
 
+    def train(self, args):
+        """A call that needs autograd: the forward and backward graphs of stage 4's aot.py,
+        each compiled by this class (their ATen ops made torch calls, aten.py)."""
+        reason = self.eager_reason(args) or self.device_reason(devices_of(args))
+        if reason:
+            self.ran_in_torch(reason)
+            return self.gm(*args)
+        if self.training is None:
+            self.training = aot_autograd(
+                self.gm, self.compile_part, DECOMPOSITIONS, self.ran_in_torch
+            )
+        return self.training(*args)
+
+    def compile_part(self, gm: torch.fx.GraphModule, args) -> "CompiledGraph":
+        """A forward or backward graph, compiled as any graph; its reasons to run in torch
+        are this graph's."""
+        part = type(self)(as_torch_calls(gm), args)
+        for reason in part.torch_reasons:
+            self.ran_in_torch(reason)
+        part.torch_reasons = self.torch_reasons
+        self.parts.append(part)
+        return part
+
     def __call__(self, *args):
+        if needs_autograd(args):
+            return self.train(args)
         compiled = self.specialize(args)
         if compiled is None:
             return self.gm(*args)

@@ -1,0 +1,440 @@
+"""Training: a graph's forward and backward as two graphs (AOTAutograd's design).
+
+A backend gets a graph of torch calls; autograd would run it op by op, saving what
+each op's backward needs. To compile the backward too, AOTAutograd
+(torch/_functorch/aot_autograd.py) does three things, and so do we, in few lines:
+
+1. **The joint graph.** One function runs the graph and `torch.autograd.grad` of its
+   outputs, given the gradients of the outputs as inputs (the *tangents*); `make_fx`
+   traces it on fake tensors to ATen ops, under torch's functionalization (no in-place
+   op, no view that a write could reach), with the decompositions the compiler asks for.
+   The backward's ops are then ordinary nodes of one FX graph.
+2. **The partition** (`partition`): nodes that read a tangent are the backward; the
+   others are the forward. What the backward reads from the forward is *saved*; a saved
+   value made by a cheap pointwise op or a view is recomputed in the backward instead,
+   when the tensors it reads cost no more memory than it does (our rule; torch's
+   min-cut partitioner, torch/_functorch/partitioners.py, solves a max-flow problem over
+   the same choice).
+3. **The runtime** (`TrainingGraph`): a `torch.autograd.Function` whose forward calls
+   the compiled forward and saves its extra outputs, and whose backward calls the
+   compiled backward. Inputs the graph writes (BatchNorm's running statistics) come
+   out of the functional graph as new values, copied into the inputs after the call,
+   as AOTAutograd's runtime epilogue does.
+
+`aot_autograd(gm, compiler)` returns a callable that does this per call: a call that
+needs no gradient (no input requires grad, or `no_grad`) runs the forward alone,
+traced to ATen the same way.
+"""
+
+import dataclasses
+from collections.abc import Callable
+
+import torch
+import torch.fx
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch._subclasses.functional_tensor import FunctionalTensor, FunctionalTensorMode
+from torch.fx.experimental.proxy_tensor import make_fx
+
+from stage1_eval_frame import call_unhooked
+from stage1_eval_frame.logs import get_logger
+
+log = get_logger("graph")
+aten = torch.ops.aten
+
+# The ops the backward may compute again rather than read from memory: pointwise and
+# deterministic (never `bernoulli`: dropout's mask is drawn once), or views, which cost
+# nothing. Matmuls, convolutions and reductions are always saved.
+RECOMPUTABLE = {
+    aten.add.Tensor, aten.add.Scalar, aten.sub.Tensor, aten.sub.Scalar, aten.mul.Tensor,
+    aten.mul.Scalar, aten.div.Tensor, aten.div.Scalar, aten.neg.default, aten.exp.default,
+    aten.relu.default, aten.sigmoid.default, aten.tanh.default, aten.erf.default,
+    aten.rsqrt.default, aten.sqrt.default, aten.pow.Tensor_Scalar, aten.where.self,
+    aten.le.Scalar, aten.lt.Scalar, aten.ge.Scalar, aten.gt.Scalar, aten.eq.Scalar,
+    aten.gelu.default, aten.silu.default, aten.clamp.default, aten.clamp_min.default,
+    aten.view.default, aten.permute.default, aten.expand.default, aten.unsqueeze.default,
+    aten.squeeze.dim, aten.t.default, aten.alias.default, aten.slice.Tensor, aten.select.int,
+    aten.detach.default, aten.sin.default, aten.cos.default, aten.scalar_tensor.default,
+    aten.full.default,
+    aten._to_copy.default,
+}  # fmt: skip
+
+
+class NeedsTorch(Exception):
+    """This graph's training cannot be split into two graphs: run it in torch (the reason)."""
+
+
+@dataclasses.dataclass
+class Joint:
+    """The traced joint graph and what its inputs and outputs are."""
+
+    graph: torch.fx.GraphModule
+    num_primals: int  # placeholders: the graph's inputs, then one tangent per output
+    num_outputs: int  # outputs: the graph's outputs, the inputs' gradients, written inputs
+    differentiable: list[bool]  # per graph output: does it require grad
+    tangents: list[tuple]  # per graph output: its gradient's shape, dtype and device
+    mutated: list[int]  # positions of the inputs the graph writes into
+    # output -> the input it is (None) or a view of, (size, stride, offset): made again from
+    # the caller's input after the call, as AOTAutograd does, so that it shares its memory
+    aliases: dict[int, tuple[int, object]]
+    container: type  # what the graph returns its outputs in (tuple, list), or None for one
+
+
+def trace_joint(
+    gm: torch.fx.GraphModule, args: list, decompositions: dict, training: bool
+) -> Joint:
+    """The forward and backward of `gm` on `args`, one ATen graph (AOTAutograd's
+    `create_joint` under `create_functionalized_fn`)."""
+    needs_grad = [training and isinstance(a, torch.Tensor) and a.requires_grad for a in args]
+    # A first run on fake tensors says which outputs need a gradient (AOTAutograd's
+    # `run_functionalized_fw_and_collect_metadata`); a real run would write the inputs.
+    with FakeTensorMode(allow_non_fake_inputs=True) as fake, torch.enable_grad(), own_hooks():
+        fakes = [fake.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args]
+        fakes = [
+            f.detach().requires_grad_(g) if g else f for f, g in zip(fakes, needs_grad, strict=True)
+        ]
+        returned = gm(*fakes)
+        outputs = as_list(returned)
+    if not all(isinstance(o, torch.Tensor) for o in outputs):
+        raise NeedsTorch("an output of the graph is not a tensor")
+    differentiable = [o.requires_grad for o in outputs]
+    aliases = {}
+    for i, output in enumerate(outputs):
+        for j, value in enumerate(fakes):
+            if isinstance(value, torch.Tensor) and same_storage(output, value):
+                where = (output.size(), output.stride(), output.storage_offset())
+                aliases[i] = (j, None if output is value else where)
+    tangents = [torch.empty(o.shape, dtype=o.dtype, device=o.device) for o in outputs]
+    mutated: list[int] = []
+
+    def joint(primals, tangents):
+        with FunctionalTensorMode():
+            inputs = [
+                FunctionalTensor.to_functional(p) if isinstance(p, torch.Tensor) else p
+                for p in primals
+            ]
+            grads_of = [FunctionalTensor.to_functional(t) for t in tangents]
+            with torch.enable_grad():
+                results = gm(*inputs)
+            results = as_list(results)
+            wanted = [i for i, g in enumerate(needs_grad) if g]
+            pairs = [(o, t) for o, t, d in zip(results, grads_of, differentiable, strict=True) if d]
+            grads = [None] * len(primals)
+            if wanted and pairs:
+                found = torch.autograd.grad(
+                    [o for o, _ in pairs], [inputs[i] for i in wanted],
+                    [t for _, t in pairs], allow_unused=True,
+                )  # fmt: skip
+                for i, g in zip(wanted, found, strict=True):
+                    grads[i] = g
+        written = [
+            i for i, p in enumerate(inputs)
+            if isinstance(p, FunctionalTensor) and torch._functionalize_has_data_mutation(p.elem)
+        ]  # fmt: skip
+        mutated[:] = written
+        unwrap = lambda t: t.from_functional() if isinstance(t, FunctionalTensor) else t  # noqa: E731
+        return (
+            [unwrap(r) for r in results],
+            [unwrap(g) for g in grads],
+            [unwrap(inputs[i]) for i in written],
+        )
+
+    with own_hooks():
+        traced = make_fx(joint, decomposition_table=decompositions, tracing_mode="fake")(
+            list(args), tangents
+        )
+    if any(needs_grad[i] for i in mutated):
+        raise NeedsTorch("the graph writes into an input that requires grad")
+    return Joint(
+        traced, len(args), len(outputs), differentiable,
+        [(o.shape, o.dtype, o.device) for o in outputs], list(mutated), aliases,
+        type(returned) if isinstance(returned, (list, tuple)) else None,
+    )  # fmt: skip
+
+
+def own_hooks():
+    """The traces' autograd saves fake tensors: the caller's saved-tensor hooks (offloading,
+    a memory count) must not see them, so the innermost hooks keep them as they are."""
+    return torch.autograd.graph.saved_tensors_hooks(lambda t: t, lambda t: t)
+
+
+def same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.untyped_storage()._cdata == b.untyped_storage()._cdata
+
+
+def regenerate_aliases(joint: Joint, outputs: list, args) -> list:
+    """Outputs that are inputs, or views of them, made from the caller's inputs (after
+    their writes): eager's result shares the input's memory, and so does ours."""
+    for i, (j, where) in joint.aliases.items():
+        outputs[i] = args[j] if where is None else args[j].as_strided(*where)
+    return outputs[0] if joint.container is None else joint.container(outputs)
+
+
+def as_list(value) -> list:
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+def nbytes(node: torch.fx.Node) -> int:
+    value = node.meta.get("val")
+    return value.numel() * value.element_size() if isinstance(value, torch.Tensor) else 0
+
+
+@dataclasses.dataclass
+class Partition:
+    """The joint graph cut in two. The forward returns the graph's outputs, the new values
+    of the inputs it writes, then the saved values; the backward takes the saved values,
+    then the tangents, and returns one gradient (or None) per input."""
+
+    forward: torch.fx.GraphModule
+    backward: torch.fx.GraphModule
+    saved: list[str]  # the saved values, by their node's name in the joint graph
+    recomputed: list[str]  # the forward's values that the backward computes again
+    tangents_of: list[set[int]]  # per input: the outputs whose gradients its gradient reads
+
+
+def partition(joint: Joint) -> Partition:
+    """Split the joint graph: nodes that read a tangent are the backward's, the others the
+    forward's; what the backward reads of the forward is saved, but for the cheap values
+    that are worth computing again (`RECOMPUTABLE`, see the module's docstring)."""
+    nodes = list(joint.graph.graph.nodes)
+    placeholders = [n for n in nodes if n.op == "placeholder"]
+    primals, tangents = placeholders[: joint.num_primals], placeholders[joint.num_primals :]
+    flat = list(nodes[-1].args[0])
+    count = joint.num_outputs
+    forward_outputs = flat[:count] + flat[count + joint.num_primals :]
+    gradients = flat[count : count + joint.num_primals]
+
+    in_backward = set(tangents)
+    for node in nodes:
+        if node.op == "call_function" and any(a in in_backward for a in node.all_input_nodes):
+            in_backward.add(node)
+    backward_nodes = needed_for([g for g in gradients if isinstance(g, torch.fx.Node)])
+    saved = {a for n in backward_nodes if n in in_backward for a in n.all_input_nodes}
+    saved |= {n for n in backward_nodes if n not in in_backward and n in gradients}
+    saved -= in_backward
+
+    recomputed: set[torch.fx.Node] = set()
+    position = {node: i for i, node in enumerate(nodes)}
+    changed = True
+    while changed:
+        changed = False
+        for value in sorted(saved, key=position.__getitem__, reverse=True):
+            if value.op != "call_function" or value.target not in RECOMPUTABLE:
+                continue
+            # An input of the graph is alive anyway (a parameter, the caller's tensor), and
+            # a value recomputed already costs no memory either.
+            free = saved | recomputed
+            reads = [through_views(a, free) for a in value.all_input_nodes]
+            extra = [a for a in reads if a not in free and a.op != "placeholder"]
+            if sum(map(nbytes, extra)) <= nbytes(value):
+                saved.remove(value)
+                saved.update(reads)
+                recomputed.add(value)
+                recomputed.update(needed_for(value.all_input_nodes, stop=set(reads)) - set(reads))
+                changed = True
+                break
+    saved_list = sorted(saved, key=position.__getitem__)
+
+    forward = subgraph(joint.graph, primals, [*forward_outputs, *saved_list], in_backward)
+    backward_set = needed_for(
+        [g for g in gradients if isinstance(g, torch.fx.Node)], stop=set(saved_list)
+    )
+    backward = subgraph(joint.graph, [*saved_list, *tangents], gradients, set(), keep=backward_set)
+    tangents_of = [
+        {i for i, t in enumerate(tangents) if t in needed_for([g])}
+        if isinstance(g, torch.fx.Node) else set()
+        for g in gradients
+    ]  # fmt: skip
+    return Partition(
+        forward, backward, [n.name for n in saved_list],
+        [n.name for n in nodes if n in recomputed], tangents_of,
+    )  # fmt: skip
+
+
+VIEWS = {
+    aten.alias.default, aten.detach.default, aten.view.default, aten.permute.default,
+    aten.expand.default, aten.unsqueeze.default, aten.squeeze.dim, aten.t.default,
+}  # fmt: skip
+
+
+def through_views(node: torch.fx.Node, free: set) -> torch.fx.Node:
+    """The tensor a chain of views reads: a view costs no memory of its own to recompute."""
+    while node not in free and node.op == "call_function" and node.target in VIEWS:
+        node = node.args[0]
+    return node
+
+
+def needed_for(outputs: list, stop: set = frozenset()) -> set:
+    """The nodes `outputs` are computed from, not looking past the nodes in `stop`."""
+    found, todo = set(), list(outputs)
+    while todo:
+        node = todo.pop()
+        if node in found:
+            continue
+        found.add(node)
+        if node not in stop:
+            todo.extend(node.all_input_nodes)
+    return found
+
+
+def subgraph(joint, inputs, outputs, excluded, keep=None) -> torch.fx.GraphModule:
+    """A graph of the joint's nodes that compute `outputs` from `inputs` (in the joint's
+    order), leaving out `excluded`."""
+    keep = (
+        needed_for([o for o in outputs if isinstance(o, torch.fx.Node)], stop=set(inputs))
+        if keep is None
+        else keep
+    )
+    graph = torch.fx.Graph()
+    env = {}
+    for node in inputs:
+        env[node] = graph.placeholder(node.name)
+        env[node].meta = dict(node.meta)
+    for node in joint.graph.nodes:
+        if node in keep and node not in env and node.op != "output" and node not in excluded:
+            if node.op == "placeholder":
+                raise AssertionError(f"{node.name} is needed but not an input of the subgraph")
+            env[node] = graph.node_copy(node, env.__getitem__)
+    graph.output([env[o] if isinstance(o, torch.fx.Node) else o for o in outputs])
+    return torch.fx.GraphModule(joint, graph)
+
+
+class TrainingGraph:
+    """One specialisation's runtime: the compiled forward and backward, called from a
+    `torch.autograd.Function` (AOTAutograd's `CompiledFunction`,
+    torch/_functorch/_aot_autograd/runtime_wrappers.py)."""
+
+    def __init__(self, joint: Joint, parts: Partition, compiler: Callable):
+        self.joint, self.parts, self.compiler = joint, parts, compiler
+        self.forward = self.backward = None  # compiled at their first call, on real tensors
+        self.num_saved = len(parts.saved)
+
+    def __call__(self, args):
+        results = CompiledFunction.apply(self, *args)
+        count = self.joint.num_outputs
+        outputs, written = results[:count], results[count:]
+        with torch.no_grad():  # the inputs' new values, as eager leaves them
+            for i, value in zip(self.joint.mutated, written, strict=True):
+                args[i].copy_(value)
+        return regenerate_aliases(self.joint, list(outputs), args)
+
+    def run_forward(self, args):
+        if self.forward is None:
+            self.forward = self.compiler(self.parts.forward, list(args))
+        return call_unhooked(self.forward, *args)
+
+    def run_backward(self, args):
+        if self.backward is None:
+            self.backward = self.compiler(self.parts.backward, list(args))
+        return call_unhooked(self.backward, *args)
+
+
+class CompiledFunction(torch.autograd.Function):
+    """Forward: the compiled forward graph, saving its extra outputs. Backward: the compiled
+    backward graph. The backward is itself not differentiable (`once_differentiable`):
+    a double backward raises, as torch.compile's does, but at once: asking for the graph of
+    the gradients (`create_graph=True`) is the error."""
+
+    @staticmethod
+    def forward(ctx, plan: TrainingGraph, *args):
+        results = plan.run_forward(args)
+        kept = len(results) - plan.num_saved
+        ctx.plan = plan
+        ctx.set_materialize_grads(False)  # an unused output's gradient is None, as in eager
+        ctx.save_for_backward(*results[kept:])
+        outputs = results[:kept]
+        count = plan.joint.num_outputs
+        ctx.mark_non_differentiable(
+            *[o for o, d in zip(outputs, plan.joint.differentiable, strict=False) if not d],
+            *outputs[count:],
+        )
+        return tuple(outputs)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        if torch.is_grad_enabled():  # the engine's grad mode is `create_graph`
+            raise RuntimeError(
+                "double backward through a compiled graph: its backward graph has no "
+                "backward (torch.compile's AOTAutograd does not support it either). Compute "
+                "higher-order gradients in eager mode, or compile without create_graph=True."
+            )
+        plan = ctx.plan
+        count = plan.joint.num_outputs
+        # A gradient that reads only the gradients of unused outputs is None, as eager's is;
+        # the graph, traced with contiguous tangents, gets zeros for them.
+        unused = {i for i, g in enumerate(grads[:count]) if g is None}
+        tangents = [
+            torch.zeros(shape, dtype=dtype, device=device) if g is None else g.contiguous()
+            for g, (shape, dtype, device) in zip(grads, plan.joint.tangents, strict=False)
+        ]  # fmt: skip
+        gradients = plan.run_backward([*ctx.saved_tensors, *tangents])
+        return None, *[
+            None if reads <= unused else g
+            for g, reads in zip(gradients, plan.parts.tangents_of, strict=True)
+        ]
+
+
+def key_of(args) -> tuple:
+    """What a specialisation is made for: each tensor's metadata, requires_grad included
+    (a call where another input requires grad needs another backward), and each number."""
+    return tuple(
+        (tuple(a.shape), a.stride(), a.dtype, a.device, a.requires_grad)
+        if isinstance(a, torch.Tensor)
+        else (type(a), a)
+        for a in args
+    )
+
+
+def needs_autograd(args) -> bool:
+    return torch.is_grad_enabled() and any(
+        isinstance(a, torch.Tensor) and a.requires_grad for a in args
+    )
+
+
+class AotGraph:
+    """What `aot_autograd` returns: called with a graph's inputs, it runs the forward and
+    backward graphs made for their sizes and `requires_grad` (compiled on first sight),
+    or, for a call that needs no gradient, the forward alone."""
+
+    def __init__(self, gm, compiler: Callable, decompositions: dict, on_torch: Callable):
+        self.gm, self.compiler, self.decompositions = gm, compiler, decompositions
+        self.on_torch = on_torch  # told why a call runs the graph in torch
+        self.plans: dict = {}
+
+    def plan(self, args) -> TrainingGraph | None:
+        key = (key_of(args), training := needs_autograd(args))
+        if key not in self.plans:
+            try:
+                joint = call_unhooked(
+                    trace_joint, self.gm, list(args), self.decompositions, training
+                )
+                parts = partition(joint)
+            except NeedsTorch as reason:
+                self.plans[key] = str(reason)
+            else:
+                self.plans[key] = TrainingGraph(joint, parts, self.compiler)
+                log.info(
+                    "joint graph split: %d saved (%s), %d recomputed in the backward",
+                    len(parts.saved), ", ".join(parts.saved), len(parts.recomputed),
+                )  # fmt: skip
+        return self.plans[key]
+
+    def __call__(self, *args):
+        plan = self.plan(args)
+        if isinstance(plan, str):
+            self.on_torch(plan)
+            return self.gm(*args)
+        if needs_autograd(args):
+            return plan(list(args))
+        results = plan.run_forward(args)
+        count = plan.joint.num_outputs
+        for i, value in zip(plan.joint.mutated, results[count:], strict=False):
+            args[i].copy_(value)
+        return regenerate_aliases(plan.joint, list(results[:count]), args)
+
+
+def aot_autograd(
+    gm: torch.fx.GraphModule, compiler: Callable, decompositions=None, on_torch=None
+) -> AotGraph:
+    """`gm` as two graphs, each compiled by `compiler(gm, example_inputs)` at its first call
+    (torch's `aot_autograd(fw_compiler=, bw_compiler=)`; one compiler serves both here)."""
+    return AotGraph(gm, compiler, decompositions or {}, on_torch or log.info)

@@ -1,0 +1,97 @@
+"""The ATen graphs of training, as the torch calls our lowerings know.
+
+A graph that needs autograd is traced again by stage 4's aot.py into a forward and a
+backward graph of ATen ops (`aten.mul.Tensor`, `aten.view.default`), decomposed by
+torch's tables (`DECOMPOSITIONS`) into few of them. Our lowerings are keyed by the torch
+functions and Tensor methods that stage 4's graphs call, so each ATen op whose torch
+twin takes the same arguments becomes that call (`AS_TORCH`); the others stay ATen
+calls, which the lowering calls as extern kernels (a convolution's backward, say).
+Torch's inductor lowers ATen ops directly (torch/_inductor/lowering.py registers
+`aten.*` overloads); here one table maps the ATen graphs onto the lowerings written for
+stage 4's graphs, so that a lowering serves both.
+"""
+
+import torch
+import torch.fx
+import torch.nn.functional as F
+from torch._decomp import core_aten_decompositions, get_decompositions
+
+aten = torch.ops.aten
+
+# Torch's "core ATen" decompositions (torch/_decomp), as inductor's table starts from, plus
+# the norms, whose decompositions are pointwise ops and reductions that fuse. Not CPU flash
+# attention's: its backward, not decomposed, reads the forward's logsumexp, which the
+# decomposed forward computes otherwise (the gradients came out wrong).
+DECOMPOSITIONS = {
+    **core_aten_decompositions(),
+    **get_decompositions([aten.native_layer_norm, aten._native_batch_norm_legit_functional]),
+}
+del DECOMPOSITIONS[aten._scaled_dot_product_flash_attention_for_cpu.default]
+
+FUNCTIONS = {
+    torch.add: [aten.add.Tensor, aten.add.Scalar],
+    torch.sub: [aten.sub.Tensor, aten.sub.Scalar],
+    torch.mul: [aten.mul.Tensor, aten.mul.Scalar],
+    torch.div: [aten.div.Tensor, aten.div.Scalar, aten.div.Tensor_mode],
+    torch.pow: [aten.pow.Tensor_Scalar, aten.pow.Tensor_Tensor],
+    torch.where: [aten.where.self],
+    torch.le: [aten.le.Scalar, aten.le.Tensor],
+    torch.lt: [aten.lt.Scalar, aten.lt.Tensor],
+    torch.ge: [aten.ge.Scalar, aten.ge.Tensor],
+    torch.gt: [aten.gt.Scalar, aten.gt.Tensor],
+    torch.eq: [aten.eq.Scalar, aten.eq.Tensor],
+    torch.ne: [aten.ne.Scalar, aten.ne.Tensor],
+    torch.sum: [aten.sum.dim_IntList, aten.sum.default],
+    torch.mean: [aten.mean.dim],
+    torch.amax: [aten.amax.default],
+    torch.var_mean: [aten.var_mean.correction],
+    torch.clamp: [aten.clamp.default],
+    torch.maximum: [aten.maximum.default],
+    torch.minimum: [aten.minimum.default],
+    torch.mm: [aten.mm.default],
+    torch.bmm: [aten.bmm.default],
+    torch.addmm: [aten.addmm.default],
+    torch.cat: [aten.cat.default],
+    torch.select: [aten.select.int],
+    torch.full: [aten.full.default],
+    torch.scalar_tensor: [aten.scalar_tensor.default],
+    torch._softmax: [aten._softmax.default],
+    F.gelu: [aten.gelu.default],
+    **{
+        getattr(torch, name): [getattr(aten, name).default]
+        for name in (
+            "neg", "exp", "log", "relu", "sigmoid", "tanh", "erf", "rsqrt", "sqrt", "sin",
+            "cos", "abs", "reciprocal", "logical_not", "bitwise_not",
+        )
+    },
+}  # fmt: skip
+METHODS = {
+    "view": [aten.view.default],
+    "permute": [aten.permute.default],
+    "expand": [aten.expand.default],
+    "unsqueeze": [aten.unsqueeze.default],
+    "squeeze": [aten.squeeze.dim, aten.squeeze.dims],
+    "clone": [aten.clone.default],
+}
+AS_TORCH = {
+    **{op: ("call_function", fn) for fn, ops in FUNCTIONS.items() for op in ops},
+    **{op: ("call_method", name) for name, ops in METHODS.items() for op in ops},
+}
+# In a functional graph an alias is its source: no one can write through either.
+SAME_VALUE = {aten.alias.default, aten.detach.default, aten.lift_fresh_copy.default}
+
+
+def as_torch_calls(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """A copy of an ATen graph with the calls of `AS_TORCH` made torch calls, and the aliases
+    of `SAME_VALUE` replaced by their source."""
+    gm = torch.fx.GraphModule(gm, gm.graph.__deepcopy__())
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function":
+            continue
+        if node.target in SAME_VALUE:
+            node.replace_all_uses_with(node.args[0])
+            gm.graph.erase_node(node)
+        elif node.target in AS_TORCH and "implicit" not in node.kwargs:
+            node.op, node.target = AS_TORCH[node.target]
+    gm.recompile()
+    return gm

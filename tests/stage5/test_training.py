@@ -1,0 +1,184 @@
+"""Training through our kernels: the joint graph, its partition, and both graphs compiled.
+
+Eager is the oracle for the outputs, the gradients and the inputs' writes (BatchNorm's
+running statistics); the compiled forward and backward must both have made kernels.
+"""
+
+import pytest
+import torch
+import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import stage4_fx
+from stage4_fx.aot import partition, trace_joint
+from stage5_inductor_cpp import compile_fx
+from stage5_inductor_cpp.aten import DECOMPOSITIONS
+
+
+def twins(*tensors):
+    """Two independent copies of each argument, keeping requires_grad."""
+    return tuple(
+        [t.detach().clone().requires_grad_(t.requires_grad) for t in tensors] for _ in range(2)
+    )
+
+
+def check_training(fn, *args, compiled=None):
+    """Outputs, gradients of a random projection of them, and arguments equal eager's.
+    Returns the compiled graph."""
+    ours, eager = twins(*args)
+    compiled = compiled or compile_fx(torch.fx.symbolic_trace(fn), ours)
+    actual, expected = compiled(*ours), fn(*eager)
+    actual = actual if isinstance(actual, (list, tuple)) else [actual]
+    expected = expected if isinstance(expected, (list, tuple)) else [expected]
+    torch.testing.assert_close(list(actual), list(expected))
+    weights = [torch.randn_like(e) for e in expected]
+    if not any(e.requires_grad for e in expected):
+        return compiled
+    sum((a * w).sum() for a, w in zip(actual, weights, strict=True) if a.requires_grad).backward()
+    sum((e * w).sum() for e, w in zip(expected, weights, strict=True) if e.requires_grad).backward()
+    for a, e in zip(ours, eager, strict=True):
+        torch.testing.assert_close(a.grad, e.grad)
+        torch.testing.assert_close(a.detach(), e.detach())
+    return compiled
+
+
+def both_compiled(compiled):
+    forward, backward = compiled.parts
+    assert forward.last.kernel_names and backward.last.kernel_names
+    assert compiled.torch_reasons == []
+
+
+def mlp(x, w, b):
+    return F.gelu(x @ w + b).sum(-1)
+
+
+def test_the_joint_graph_splits_into_forward_and_backward_both_compiled():
+    x, w, b = torch.randn(8, 4), torch.randn(4, 6, requires_grad=True), torch.randn(6)
+    both_compiled(check_training(mlp, x, w, b.requires_grad_()))
+
+
+def test_cheap_pointwise_values_are_recomputed_not_saved():
+    def fn(x, w):
+        return (x @ w).relu().sin() * 2
+
+    x, w = torch.randn(8, 4), torch.randn(4, 6, requires_grad=True)
+    joint = trace_joint(torch.fx.symbolic_trace(fn), [x, w], DECOMPOSITIONS, training=True)
+    parts = partition(joint)
+    # the backward needs relu's output (for sin's and relu's gradients): it saves the
+    # product instead, as large, and computes relu again; the weight's gradient reads x
+    assert parts.saved == ["primals_1", "mm"]
+    assert "relu" in parts.recomputed
+    check_training(fn, x, w)
+
+
+def test_inputs_that_do_not_require_grad_get_none():
+    x, w, b = torch.randn(8, 4), torch.randn(4, 6, requires_grad=True), torch.randn(6)
+    compiled = check_training(mlp, x, w, b)
+    both_compiled(compiled)
+
+
+def test_outputs_that_are_inputs_or_views_of_them_share_their_memory():
+    def fn(x, w):
+        return x, w.t(), (x * w).sum()
+
+    x, w = torch.randn(3, 3, requires_grad=True), torch.randn(3, 3, requires_grad=True)
+    compiled = compile_fx(torch.fx.symbolic_trace(fn), [x, w])
+    out = compiled(x, w)
+    assert out[0] is x and out[1].untyped_storage().data_ptr() == w.untyped_storage().data_ptr()
+    check_training(fn, x, w)
+
+
+def test_an_unused_outputs_gradient_stays_none_as_in_eager():
+    def fn(x, w, v):
+        return x @ w, x @ v
+
+    x = torch.randn(2, 3)
+    w, v = torch.randn(3, 3, requires_grad=True), torch.randn(3, 3, requires_grad=True)
+    compiled = compile_fx(torch.fx.symbolic_trace(fn), [x, w, v])
+    compiled(x, w, v)[0].sum().backward()
+    assert w.grad is not None and v.grad is None
+
+
+def test_batch_norm_in_training_writes_its_running_stats_as_eager():
+    model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.BatchNorm1d(8), torch.nn.ReLU())
+    eager = __import__("copy").deepcopy(model)
+    compiled = stage4_fx.compile(model, backend=compile_fx)
+    x = torch.randn(16, 4)
+    for _ in range(2):
+        torch.testing.assert_close(compiled(x), eager(x))
+        compiled(x).sum().backward()
+        eager(x).sum().backward()
+    for (name, ours), theirs in zip(
+        model.state_dict().items(), eager.state_dict().values(), strict=False
+    ):
+        torch.testing.assert_close(ours, theirs, msg=name)
+    for ours, theirs in zip(model.parameters(), eager.parameters(), strict=True):
+        torch.testing.assert_close(ours.grad, theirs.grad)
+
+
+def saved_bytes(fn, *args) -> int:
+    """The bytes autograd saves for backward while `fn` runs (distinct tensors)."""
+    storages = {}
+
+    def pack(tensor):
+        storages[tensor.data_ptr()] = tensor.nelement() * tensor.element_size()
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        fn(*args)
+    return sum(storages.values())
+
+
+def test_no_grad_and_inference_mode_run_the_forward_kernels_and_save_nothing():
+    x, w, b = torch.randn(8, 4), torch.randn(4, 6, requires_grad=True), torch.randn(6)
+    compiled = compile_fx(torch.fx.symbolic_trace(mlp), [x, w, b])
+    for mode in (torch.no_grad, torch.inference_mode):
+        with mode():
+            assert saved_bytes(compiled, x, w, b) == 0
+            torch.testing.assert_close(compiled(x, w, b), mlp(x, w, b))
+    assert compiled.parts == [] and compiled.last.kernel_names  # the graph's own kernels
+    assert 0 < saved_bytes(compiled, x, w, b) <= saved_bytes(mlp, x, w, b)
+
+
+def test_requires_grad_changing_between_calls_gives_eagers_gradients():
+    compiled = stage4_fx.compile(mlp, backend=compile_fx)
+    x, w, b = torch.randn(8, 4), torch.randn(4, 6), torch.randn(6)
+    for needs in [(False, True, False), (True, False, True), (False, False, False)]:
+        args = [t.detach().clone().requires_grad_(n) for t, n in zip((x, w, b), needs, strict=True)]
+        check_training(mlp, *args, compiled=compiled)
+
+
+def test_double_backward_is_a_clear_error():
+    x = torch.randn(5, requires_grad=True)
+    compiled = compile_fx(torch.fx.symbolic_trace(lambda a: (a.sin() * a).sum()), [x])
+    with pytest.raises(RuntimeError, match="double backward through a compiled graph"):
+        torch.autograd.grad(compiled(x), x, create_graph=True)
+    (grad,) = torch.autograd.grad(compiled(x), x)
+    torch.testing.assert_close(grad, x.detach().cos() * x.detach() + x.detach().sin())
+
+
+UNARY = {"sin": torch.sin, "relu": torch.relu, "tanh": torch.tanh, "sigmoid": torch.sigmoid,
+         "square": torch.square, "gelu": F.gelu, "exp_neg": lambda v: torch.exp(-v)}  # fmt: skip
+REDUCE = {
+    "sum": lambda v: v.sum(-1),
+    "mean": lambda v: v.mean(0),
+    "softmax": lambda v: v.softmax(-1),
+}
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    st.lists(st.sampled_from(sorted(UNARY)), min_size=1, max_size=4),
+    st.sampled_from(sorted(REDUCE)),
+    st.booleans(),
+)
+def test_random_programs_train_as_eager(unary, reduce, x_requires_grad):
+    def fn(x, w):
+        value = x @ w
+        for name in unary:
+            value = UNARY[name](value) + value
+        return REDUCE[reduce](value)
+
+    x, w = torch.randn(6, 5), torch.randn(5, 4, requires_grad=True)
+    check_training(fn, x.requires_grad_(x_requires_grad), w)
