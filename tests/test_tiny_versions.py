@@ -4,6 +4,7 @@ shows, stay within 40 lines, and are shown by their chapter.
 Each runs as a reader runs it, `python docs/tiny/NAME.py`, in a process of its own.
 """
 
+import os
 import pathlib
 import subprocess
 import sys
@@ -70,8 +71,11 @@ def test_tiny_version(chapter, name):
     path = TINY / f"{name}.py"
     lines = path.read_text().splitlines()
     assert len(lines) <= 40, f"{path.name} has {len(lines)} lines: a tiny version has at most 40"
+    # the tree's packages, installed or not (the GPU machine runs the suite from the tree)
+    path_entries = [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path_entries)}
     run = subprocess.run(
-        [sys.executable, str(path)], cwd=ROOT, capture_output=True, text=True, timeout=300
+        [sys.executable, str(path)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300
     )
     assert run.returncode == 0, run.stderr
     assert run.stdout == EXPECTED[chapter, name]
