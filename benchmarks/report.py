@@ -45,7 +45,8 @@ SYSTEMS = ("eager", "torch_compile", "ours")
 
 
 def cpu_description() -> str:
-    """`AMD EPYC, 2 cores (x86_64)`: the model name Linux reports, or the platform's words."""
+    """`AMD EPYC, 2 cores (x86_64)`: the model name Linux reports, or the platform's words,
+    and the cores this process may run on when they are fewer than the machine's."""
     model = platform.processor() or platform.machine()
     cpuinfo = pathlib.Path("/proc/cpuinfo")
     if cpuinfo.exists():
@@ -53,7 +54,10 @@ def cpu_description() -> str:
             if line.startswith("model name"):
                 model = line.split(":", 1)[1].strip()
                 break
-    return f"{model}, {os.cpu_count()} cores ({platform.machine()})"
+    cores = os.cpu_count()
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else cores
+    used = f"{usable} of {cores} cores (taskset)" if usable != cores else f"{cores} cores"
+    return f"{model}, {used} ({platform.machine()})"
 
 
 def row(workload: str, eager_us: float, torch_compile_us: float, ours_us: float, **more) -> dict:
