@@ -142,6 +142,8 @@ def trace_joint(
         traced = make_fx(joint, decomposition_table=decompositions, tracing_mode="fake")(
             list(args), tangents
         )
+    eliminate_common_subexpressions(traced.graph)
+    traced.recompile()
     if any(needs_grad[i] for i in mutated):
         raise NeedsTorch("the graph writes into an input that requires grad")
     return Joint(
@@ -149,6 +151,36 @@ def trace_joint(
         [(o.shape, o.dtype, o.device) for o in outputs], list(mutated), aliases,
         type(returned) if isinstance(returned, (list, tuple)) else None,
     )  # fmt: skip
+
+
+def eliminate_common_subexpressions(graph: torch.fx.Graph):
+    """One node for each op called twice on the same arguments. Decompositions repeat
+    themselves (BatchNorm's backward computes `input - mean` twice): two copies of a value
+    the backward reads would be two saved tensors, and the partition, weighing one value
+    at a time, would keep both. Random ops stay apart: each draws its own numbers. So do
+    the graph's outputs: eager's `x.sin(), x.sin()` are two tensors, not one.
+    (AOTAutograd runs the same pass, `fx_graph_cse` in torch/_functorch/compile_utils.py.)"""
+    seen: dict = {}
+    for node in list(graph.nodes):
+        if node.op != "call_function" or torch.Tag.nondeterministic_seeded in getattr(
+            node.target, "tags", ()
+        ):
+            continue
+        key = (node.target, hashable(node.args), hashable(node.kwargs))
+        if key in seen and not any(user.op == "output" for user in node.users):
+            node.replace_all_uses_with(seen[key])
+            graph.erase_node(node)
+        else:
+            seen[key] = node
+
+
+def hashable(value):
+    """An op's arguments as a key: lists made tuples, dictionaries sorted item tuples."""
+    if isinstance(value, (list, tuple)):
+        return tuple(hashable(v) for v in value)
+    if isinstance(value, dict):
+        return tuple(sorted((k, hashable(v)) for k, v in value.items()))
+    return value
 
 
 def own_hooks():

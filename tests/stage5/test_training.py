@@ -38,7 +38,10 @@ def check_training(fn, *args, compiled=None):
     sum((a * w).sum() for a, w in zip(actual, weights, strict=True) if a.requires_grad).backward()
     sum((e * w).sum() for e, w in zip(expected, weights, strict=True) if e.requires_grad).backward()
     for a, e in zip(ours, eager, strict=True):
-        torch.testing.assert_close(a.grad, e.grad)
+        # Gradients through exp reach hundreds, and eager's own float32 error (against
+        # float64) reaches 4e-4 of the largest, ours too: a tolerance per element fails both.
+        scale = max(e.grad.abs().max().item(), 1.0) if e.grad is not None else 1.0
+        torch.testing.assert_close(a.grad, e.grad, rtol=1e-3, atol=1e-3 * scale)
         torch.testing.assert_close(a.detach(), e.detach())
     return compiled
 
@@ -139,6 +142,35 @@ def test_no_grad_and_inference_mode_run_the_forward_kernels_and_save_nothing():
             torch.testing.assert_close(compiled(x, w, b), mlp(x, w, b))
     assert compiled.parts == [] and compiled.last.kernel_names  # the graph's own kernels
     assert 0 < saved_bytes(compiled, x, w, b) <= saved_bytes(mlp, x, w, b)
+
+
+def test_batch_norm_saves_no_more_than_eager():
+    # BatchNorm's decomposed backward computes `input - mean` twice: one value once merged
+    # (common subexpressions), two saved tensors before, 3 activations against eager's 2
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(4, 8, 3, padding=1, bias=False), torch.nn.BatchNorm2d(8),
+        torch.nn.ReLU(inplace=True), torch.nn.Conv2d(8, 4, 3, padding=1, bias=False),
+    ).train()  # fmt: skip
+    eager = __import__("copy").deepcopy(model)
+    x = torch.randn(2, 4, 16, 16)
+    compiled = stage4_fx.compile(model, backend=compile_fx)
+    compiled(x)  # compiles
+    assert saved_bytes(compiled, x) <= saved_bytes(eager, x)
+    compiled(x).square().sum().backward()
+    eager(x).square().sum().backward()
+    for ours, theirs in zip(model.parameters(), eager.parameters(), strict=True):
+        torch.testing.assert_close(ours.grad, theirs.grad, rtol=1e-4, atol=1e-4)
+
+
+def test_equal_outputs_stay_two_tensors_as_in_eager():
+    def fn(x):
+        return x.sin(), x.sin()
+
+    x = torch.randn(4, requires_grad=True)
+    compiled = compile_fx(torch.fx.symbolic_trace(fn), [x])
+    a, b = compiled(x)
+    assert a.data_ptr() != b.data_ptr()  # a write into one must not show in the other
+    check_training(fn, x, compiled=compiled)
 
 
 def test_requires_grad_changing_between_calls_gives_eagers_gradients():
