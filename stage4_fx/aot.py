@@ -10,11 +10,11 @@ each op's backward needs. To compile the backward too, AOTAutograd
    op, no view that a write could reach), with the decompositions the compiler asks for.
    The backward's ops are then ordinary nodes of one FX graph.
 2. **The partition** (`partition`): nodes that read a tangent are the backward; the
-   others are the forward. What the backward reads from the forward is *saved*; a saved
-   value made by a cheap pointwise op or a view is recomputed in the backward instead,
-   when the tensors it reads cost no more memory than it does (our rule; torch's
-   min-cut partitioner, torch/_functorch/partitioners.py, solves a max-flow problem over
-   the same choice).
+   others are the forward. What the backward reads from the forward is *saved*; saved
+   values made by cheap pointwise ops and views are recomputed in the backward instead,
+   from the values they are made of, when those cost no more memory than they do (our
+   rule, greedy; torch's min-cut partitioner, torch/_functorch/partitioners.py, solves a
+   max-flow problem over the same choice).
 3. **The runtime** (`TrainingGraph`): a `torch.autograd.Function` whose forward calls
    the compiled forward and saves its extra outputs, and whose backward calls the
    compiled backward. Inputs the graph writes (BatchNorm's running statistics) come
@@ -52,10 +52,9 @@ RECOMPUTABLE = {
     aten.le.Scalar, aten.lt.Scalar, aten.ge.Scalar, aten.gt.Scalar, aten.eq.Scalar,
     aten.gelu.default, aten.silu.default, aten.clamp.default, aten.clamp_min.default,
     aten.view.default, aten.permute.default, aten.expand.default, aten.unsqueeze.default,
-    aten.squeeze.dim, aten.t.default, aten.alias.default, aten.slice.Tensor, aten.select.int,
-    aten.detach.default, aten.sin.default, aten.cos.default, aten.scalar_tensor.default,
-    aten.full.default,
-    aten._to_copy.default,
+    aten.squeeze.dim, aten.squeeze.dims, aten.t.default, aten.alias.default,
+    aten.slice.Tensor, aten.select.int, aten.detach.default, aten.sin.default,
+    aten.cos.default, aten.scalar_tensor.default, aten.full.default, aten._to_copy.default,
 }  # fmt: skip
 
 
@@ -226,7 +225,8 @@ class Partition:
 def partition(joint: Joint) -> Partition:
     """Split the joint graph: nodes that read a tangent are the backward's, the others the
     forward's; what the backward reads of the forward is saved, but for the cheap values
-    that are worth computing again (`RECOMPUTABLE`, see the module's docstring)."""
+    that are worth computing again (`RECOMPUTABLE`): one move at a time, latest value
+    first, until no move saves memory (`recompute_from_sources`)."""
     nodes = list(joint.graph.graph.nodes)
     placeholders = [n for n in nodes if n.op == "placeholder"]
     primals, tangents = placeholders[: joint.num_primals], placeholders[joint.num_primals :]
@@ -244,25 +244,14 @@ def partition(joint: Joint) -> Partition:
     saved |= {n for n in backward_nodes if n not in in_backward and n in gradients}
     saved -= in_backward
 
-    recomputed: set[torch.fx.Node] = set()
     position = {node: i for i, node in enumerate(nodes)}
     changed = True
     while changed:
         changed = False
         for value in sorted(saved, key=position.__getitem__, reverse=True):
-            if value.op != "call_function" or value.target not in RECOMPUTABLE:
-                continue
-            # An input of the graph is alive anyway (a parameter, the caller's tensor), and
-            # a value recomputed already costs no memory either.
-            free = saved | recomputed
-            reads = [through_views(a, free) for a in value.all_input_nodes]
-            extra = [a for a in reads if a not in free and a.op != "placeholder"]
-            if sum(map(nbytes, extra)) <= nbytes(value):
-                saved.remove(value)
-                saved.update(reads)
-                recomputed.add(value)
-                recomputed.update(needed_for(value.all_input_nodes, stop=set(reads)) - set(reads))
-                changed = True
+            smaller = recompute_from_sources(value, saved)
+            if smaller is not None:
+                saved, changed = smaller, True
                 break
     saved_list = sorted(saved, key=position.__getitem__)
 
@@ -276,23 +265,57 @@ def partition(joint: Joint) -> Partition:
         if isinstance(g, torch.fx.Node) else set()
         for g in gradients
     ]  # fmt: skip
-    return Partition(
-        forward, backward, [n.name for n in saved_list],
-        [n.name for n in nodes if n in recomputed], tangents_of,
-    )  # fmt: skip
+    recomputed = [
+        n.name for n in nodes
+        if n in backward_set and n not in in_backward and n not in saved and n.op != "placeholder"
+    ]  # fmt: skip
+    return Partition(forward, backward, [n.name for n in saved_list], recomputed, tangents_of)
 
 
-VIEWS = {
-    aten.alias.default, aten.detach.default, aten.view.default, aten.permute.default,
-    aten.expand.default, aten.unsqueeze.default, aten.squeeze.dim, aten.t.default,
-}  # fmt: skip
+def recompute_from_sources(value: torch.fx.Node, saved: set) -> set | None:
+    """The saved values with `value` and the others that cheap ops make from the same
+    sources recomputed from those sources, or None when that would not save memory.
+
+    One value at a time is not enough: BatchNorm's forward saves `x - mean` and
+    `(x - mean) * rstd`, each as large as `x`, and recomputing either alone costs `x` plus
+    a statistic, a few bytes more than it saves; recomputing both from `x` saves one."""
+    if not cheap(value):
+        return None
+    others = saved - {value}
+    sources = cheap_sources([value], others)
+    group = {value} | {
+        u for u in others
+        if cheap(u) and cheap_sources([u], others - {u}) <= others - {u} | sources
+    }  # fmt: skip
+    rest = saved - group
+    smaller = rest | cheap_sources(list(group), rest)
+    return smaller if saved_bytes(smaller) <= saved_bytes(saved) else None
 
 
-def through_views(node: torch.fx.Node, free: set) -> torch.fx.Node:
-    """The tensor a chain of views reads: a view costs no memory of its own to recompute."""
-    while node not in free and node.op == "call_function" and node.target in VIEWS:
-        node = node.args[0]
-    return node
+def cheap(node: torch.fx.Node) -> bool:
+    return node.op == "call_function" and node.target in RECOMPUTABLE
+
+
+def cheap_sources(values: list, free: set) -> set:
+    """What `values` are computed from through cheap ops (`RECOMPUTABLE`): nodes of `free`,
+    inputs of the graph, and the values of ops that are not cheap."""
+    sources, seen, todo = set(), set(), [a for v in values for a in v.all_input_nodes]
+    while todo:
+        node = todo.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        if node in free or not cheap(node):
+            sources.add(node)
+        else:
+            todo.extend(node.all_input_nodes)
+    return sources
+
+
+def saved_bytes(values: set) -> int:
+    """Memory the saved values keep alive. Inputs of the graph count too: a parameter is
+    alive anyway, but the caller's tensor may be an activation that only this keeps."""
+    return sum(map(nbytes, values))
 
 
 def needed_for(outputs: list, stop: set = frozenset()) -> set:
