@@ -64,3 +64,22 @@ def test_suppress_errors():
     cut = functions_table.add_then_print  # a graph break: the backend fails on its first graph
     forgiving = stage4_fx.compile(cut, backend=broken, suppress_errors=True)
     assert_same_as_eager(forgiving, cut, torch.ones(3))
+
+
+def test_default_partition():
+    from stage4_fx.aot import TrainingGraph, partition, trace_joint
+
+    def layer(x, w):
+        return (x @ w).relu().sin().sum()
+
+    x, w = torch.randn(64, 32), torch.randn(32, 16, requires_grad=True)
+    joint = trace_joint(torch.fx.symbolic_trace(layer), [x, w], {}, training=True)
+    parts = partition(joint, recompute=False)
+    assert parts.saved == ["primals_1", "relu"]  # what the forward computes anyway
+    assert parts.recomputed == []
+    assert "relu" not in [n.name for n in parts.backward.graph.nodes if n.op == "call_function"]
+    assert partition(joint).saved == ["primals_1", "mm"]  # the default is still ours
+    loss = TrainingGraph(joint, parts, lambda gm, args: gm.forward)([x, w])
+    (grad,) = torch.autograd.grad(loss, w)
+    torch.testing.assert_close(loss, layer(x, w))
+    torch.testing.assert_close(grad, torch.autograd.grad(layer(x, w), w)[0])
