@@ -48,6 +48,10 @@ TRAIN_TARGETS = {"cpu": 1.15, "cuda": 1.25}
 # batch statistics, so each order of the sums moves its first layers' gradients by ~0.1%
 # (tests/zoo/test_zoo_training.py says how much).
 GRAD_TOLERANCE = {"resnet18": 3e-3, "resnet50": 3e-3}
+# On the GPU, cuDNN runs float32 convolutions in TF32 by default (a 10-bit mantissa):
+# torch.compile's own first-layer gradients of ResNet-50 then differ from eager's by 3% of
+# their largest element (measured on the H100), and so may ours.
+TF32_TOLERANCE = 5e-2
 
 
 def per_call_s(fn, args, device, calls: int) -> float:
@@ -217,6 +221,8 @@ def check_step(name: str, label: str, found, expected):
     tolerance = GRAD_TOLERANCE.get(name, 1e-3)
     (loss, grads), (eager_loss, eager_grads) = found, expected
     torch.testing.assert_close(loss, eager_loss, atol=1e-3, rtol=1e-3)
+    if eager_loss.is_cuda and torch.backends.cudnn.allow_tf32:
+        tolerance = max(tolerance, TF32_TOLERANCE)
     for i, (g, e) in enumerate(zip(grads, eager_grads, strict=True)):
         scale = max(e.abs().max().item(), 1.0)
         torch.testing.assert_close(
