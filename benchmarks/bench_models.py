@@ -157,27 +157,9 @@ def main() -> int:
                 graphs_in_torch=len(summary["in_torch"]),
             )
         )
-        targets.append(report.target(f"{name}: ours / torch.compile <= {limit}", ratio <= limit))
-        if device.type == "cuda":
-            faster = best["ours"] < best["eager"]
-            targets.append(report.target(f"{name}: ours faster than eager", faster))
-    for name, why in reasons.items():
-        for reason in dict.fromkeys(why):
-            print(f"{name}: a graph ran in torch: {reason}")
-    print(report.verdict(targets))
-    if options.json:
-        device_name = (
-            torch.cuda.get_device_name() if device.type == "cuda" else report.cpu_description()
-        )
-        report.write(
-            options.json,
-            benchmark="benchmarks/bench_models.py",
-            what=f"models ({options.size}), inference under no_grad, best of "
-            f"{options.rounds} rounds taken in turns, compiles not counted",
-            device=device_name,
-            rows=rows,
-            targets=targets,
-        )
+        targets += model_targets(name, ratio, limit, best, device)
+    what = f"models ({options.size}), inference under no_grad, best of {options.rounds} rounds"
+    finish(options, device, "benchmarks/bench_models.py", what, rows, targets, reasons)
     return 0
 
 
@@ -228,6 +210,32 @@ def check_step(name: str, label: str, found, expected):
         torch.testing.assert_close(
             g, e, rtol=tolerance, atol=tolerance * scale,
             msg=lambda m, lb=f"{name}, {label}, gradient {i}": f"{lb}: {m}",
+        )  # fmt: skip
+
+
+def model_targets(name: str, ratio: float, limit: float, best: dict, device) -> list:
+    """The issue's targets for one model: the ratio to torch.compile, and on the GPU, eager."""
+    targets = [report.target(f"{name}: ours / torch.compile <= {limit}", ratio <= limit)]
+    if device.type == "cuda":
+        faster = best["ours"] < best["eager"]
+        targets.append(report.target(f"{name}: ours faster than eager", faster))
+    return targets
+
+
+def finish(options, device, benchmark: str, what: str, rows, targets, reasons):
+    """The reasons graphs ran in torch, the verdict, and the record (`--json`)."""
+    for name, why in reasons.items():
+        for reason in dict.fromkeys(why):
+            print(f"{name}: a graph ran in torch: {reason}")
+    print(report.verdict(targets))
+    if options.json:
+        device_name = (
+            torch.cuda.get_device_name() if device.type == "cuda" else report.cpu_description()
+        )
+        what += " taken in turns, compiles not counted"
+        report.write(
+            options.json, benchmark=benchmark, what=what, device=device_name, rows=rows,
+            targets=targets,
         )  # fmt: skip
 
 
@@ -296,27 +304,10 @@ def train(options, device) -> int:
                 saved_bytes_eager=saved["eager"], saved_bytes_ours=saved["ours"],
             )
         )  # fmt: skip
-        targets.append(report.target(f"{name}: ours / torch.compile <= {limit}", ratio <= limit))
-        if device.type == "cuda":
-            faster = best["ours"] < best["eager"]
-            targets.append(report.target(f"{name}: ours faster than eager", faster))
-    for name, why in reasons.items():
-        for reason in dict.fromkeys(why):
-            print(f"{name}: a graph ran in torch: {reason}")
-    print(report.verdict(targets))
-    if options.json:
-        device_name = (
-            torch.cuda.get_device_name() if device.type == "cuda" else report.cpu_description()
-        )
-        report.write(
-            options.json,
-            benchmark="benchmarks/bench_models.py --train",
-            what=f"models ({options.size}), a training step (forward, loss, backward, SGD), "
-            f"best of {options.rounds} rounds taken in turns, compiles not counted",
-            device=device_name,
-            rows=rows,
-            targets=targets,
-        )
+        targets += model_targets(name, ratio, limit, best, device)
+    what = f"models ({options.size}), a training step (forward, loss, backward, SGD), "
+    what += f"best of {options.rounds} rounds"
+    finish(options, device, "benchmarks/bench_models.py --train", what, rows, targets, reasons)
     return 0
 
 

@@ -16,14 +16,6 @@ from stage5_inductor_cpp import compile_fx
 BACKENDS = {"eager": "eager", "inductor": compile_fx}
 
 
-@pytest.fixture(autouse=True)
-def fresh():
-    stage4_fx.reset()
-    torch.manual_seed(0)
-    yield
-    stage4_fx.reset()
-
-
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("name", ZOO)
 def test_model_equals_eager_in_one_graph(name, backend):

@@ -18,14 +18,6 @@ from benchmarks.zoo import ZOO, tensors_of
 SIZES = [(1, 8), (2, 16), (16, 128), (5, 64), (8, 8), (3, 100)]  # (batch, sequence length)
 
 
-@pytest.fixture(autouse=True)
-def fresh():
-    stage4_fx.reset()
-    torch.manual_seed(0)
-    yield
-    stage4_fx.reset()
-
-
 @pytest.mark.parametrize("name", ["bert", "gpt2"])
 def test_a_transformer_compiles_twice_over_batch_and_sequence_lengths(name):
     model, _ = ZOO[name]("small")

@@ -16,15 +16,6 @@ import stage4_fx
 from benchmarks.zoo import ZOO, tensors_of
 from stage5_inductor_cpp import compile_fx
 
-
-@pytest.fixture(autouse=True)
-def fresh():
-    stage4_fx.reset()
-    torch.manual_seed(0)
-    yield
-    stage4_fx.reset()
-
-
 # ResNet's 20 batch norms in training mode divide by batch statistics: each order of the
 # sums moves its first layers' gradients by ~0.1% of their size.
 TOLERANCE = {"resnet18": 3e-3}
