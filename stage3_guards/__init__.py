@@ -28,7 +28,7 @@ from .cache import (
     config,
     counters,
 )
-from .guard_function import GuardFunction, compile_guards, failure_reason
+from .guard_function import GuardFunction, SameArguments, compile_guards, failure_reason
 from .guards import GUARD_BUILDERS, Check, Guard, GuardError, build_guards
 from .jit import jit, reset
 from .replay import Replay, compile_replay
@@ -47,6 +47,7 @@ __all__ = [
     "GuardError",
     "GuardFunction",
     "Replay",
+    "SameArguments",
     "SkipFrame",
     "build_guards",
     "compile_guards",

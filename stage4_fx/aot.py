@@ -37,6 +37,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 
 from stage1_eval_frame import call_unhooked
 from stage1_eval_frame.logs import get_logger
+from stage3_guards import SameArguments
 
 log = get_logger("graph")
 aten = torch.ops.aten
@@ -454,9 +455,14 @@ class AotGraph:
         self.gm, self.compiler, self.decompositions = gm, compiler, decompositions
         self.on_torch = on_torch  # told why a call runs the graph in torch
         self.plans: dict = {}
+        self.last: tuple | None = None  # (training, the last plan's `SameArguments`)
 
-    def plan(self, args) -> TrainingGraph | None:
-        key = (key_of(args), training := needs_autograd(args))
+    def plan(self, args, training: bool) -> TrainingGraph | str:
+        """The plan for these arguments: the last one if they match it (checked in C++, as
+        stage 5 checks its specialisations), else the one of their key, made if new."""
+        if self.last is not None and self.last[0] == training and self.last[1](args):
+            return self.last[1].code
+        key = (key_of(args), training)
         if key not in self.plans:
             try:
                 joint = call_unhooked(
@@ -471,14 +477,16 @@ class AotGraph:
                     "joint graph split: %d saved (%s), %d recomputed in the backward",
                     len(parts.saved), ", ".join(parts.saved), len(parts.recomputed),
                 )  # fmt: skip
+        self.last = (training, SameArguments(args, self.plans[key]))
         return self.plans[key]
 
     def __call__(self, *args):
-        plan = self.plan(args)
+        training = needs_autograd(args)
+        plan = self.plan(args, training)
         if isinstance(plan, str):
             self.on_torch(plan)
             return self.gm(*args)
-        if needs_autograd(args):
+        if training:
             return plan(list(args))
         results = plan.run_forward(args)
         count = plan.joint.num_outputs

@@ -22,9 +22,9 @@ import logging
 
 import torch
 import torch.fx
-from torch._C._dynamo.guards import TensorGuards
 
 from stage1_eval_frame.logs import get_logger
+from stage3_guards import SameArguments
 from stage4_fx.aot import AotGraph, aot_autograd, needs_autograd
 
 from . import cache
@@ -59,39 +59,6 @@ class CompiledCode:
             return self.wrapper_source
         kernels = self.source.removeprefix(self.prelude).strip()
         return f"# {self.path}\n{self.wrapper_source}\n'''\n{kernels}\n'''\n"
-
-
-class SameArguments:
-    """Whether a call's arguments have the metadata of the ones a specialisation was made for.
-
-    `specialization_key` reads six properties of every tensor in Python: about 1 ms for a
-    ResNet-50's 267 tensors on the GPU machine's CPU, on every call. This check runs in C++,
-    all tensors in one call: torch's `TensorGuards` (torch/csrc/dynamo/guards.cpp: type,
-    dispatch keys, dtype, device, sizes, strides, requires_grad), which early TorchDynamo's
-    guard lambdas called as `___check_tensors`. It is stricter than the key (a Parameter
-    and a Tensor differ): a call it rejects falls back to the key, never to a wrong code."""
-
-    def __init__(self, args, code: "CompiledCode"):
-        self.code, self.count = code, len(args)
-        tensors = [a for a in args if isinstance(a, torch.Tensor)]
-        self.tensor_positions = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
-        self.others = [
-            (i, type(a), a) for i, a in enumerate(args) if not isinstance(a, torch.Tensor)
-        ]
-        self.tensors = TensorGuards(
-            *tensors,
-            dynamic_dims_sizes=[list(t.size()) for t in tensors],
-            dynamic_dims_strides=[list(t.stride()) for t in tensors],
-        )
-
-    def __call__(self, args) -> bool:
-        if len(args) != self.count:
-            return False
-        if not self.others:  # the usual graph: tensors only
-            return self.tensors.check(*args)
-        if any(type(args[i]) is not kind or args[i] != value for i, kind, value in self.others):
-            return False
-        return self.tensors.check(*[args[i] for i in self.tensor_positions])
 
 
 def devices_of(args) -> set[torch.device]:
