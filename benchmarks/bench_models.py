@@ -65,6 +65,17 @@ def per_call_s(fn, args, device, calls: int) -> float:
     return (time.perf_counter() - start) / calls
 
 
+def best_of(fns: dict, args, device, rounds: int) -> dict:
+    """Each function's best time per call over `rounds` rounds taken in turns, each round
+    about 0.2 s of calls of the first (eager)."""
+    calls = max(1, int(0.2 / max(per_call_s(next(iter(fns.values())), args, device, 1), 1e-6)))
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(rounds):
+        for label, fn in fns.items():
+            best[label] = min(best[label], per_call_s(fn, args, device, calls))
+    return best
+
+
 def our_backend(device):
     """Our inductor for `device`, and the list of CompiledGraphs it made."""
     if device.type == "cuda":
@@ -136,11 +147,7 @@ def main() -> int:
                         rtol=1e-3,
                         msg=lambda m, lb=f"{name}, {label}": f"{lb}: {m}",
                     )
-            calls = max(1, int(0.2 / max(per_call_s(model, args, device, 1), 1e-6)))
-            best = dict.fromkeys(candidates, float("inf"))
-            for _ in range(options.rounds):
-                for label, fn in candidates.items():
-                    best[label] = min(best[label], per_call_s(fn, args, device, calls))
+            best = best_of(candidates, args, device, options.rounds)
         summary = kernel_summary(made)
         reasons[name] = summary["in_torch"]
         ms = [best[k] * 1e3 for k in candidates]
@@ -277,11 +284,7 @@ def train(options, device) -> int:
             check_step(name, label, steps[label](*args), expected)
         for step in steps.values():  # one more step each: any recompile happens here
             step(*args)
-        calls = max(1, int(0.2 / max(per_call_s(steps["eager"], args, device, 1), 1e-6)))
-        best = dict.fromkeys(steps, float("inf"))
-        for _ in range(options.rounds):
-            for label, step in steps.items():
-                best[label] = min(best[label], per_call_s(step, args, device, calls))
+        best = best_of(steps, args, device, options.rounds)
         summary = kernel_summary(made)
         reasons[name] = summary["in_torch"]
         ms = [best[k] * 1e3 for k in steps]
