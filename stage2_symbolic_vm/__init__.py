@@ -8,8 +8,9 @@ cannot go on, it raises `Unsupported` with the reason, the line and the VM's
 state: stage 4 turns that into a graph break.
 
 Read first: `vm.py` (the interpreter loop and one handler per opcode, with
-`control_flow.py`'s jumps, loops, returns, generators, `try` and `with`, and
-`building.py`'s tuples, lists, dicts, sets and strings), then
+`control_flow.py`'s jumps, loops, returns, generators, `try` and `with`,
+`calls.py`'s calls and function making, and `building.py`'s tuples, lists, dicts,
+sets and strings), then
 `variables.py` (what a symbolic value is), `containers.py` (lists, tuples,
 dicts, sets), `iterators.py` (lazy iterators and generators), `tensor_ops.py`
 (how a node is recorded on meta tensors, and `meta_cache.py`, their answers kept on
