@@ -4,12 +4,12 @@ Stage 3 captures a function whole or not at all. This stage turns each trace
 into a `torch.fx.GraphModule` (`graph.py`), hands it to a backend with
 torch.compile's protocol (`backends.py`), and replaces the frame's bytecode
 with new code that calls the compiled graph and rebuilds the result
-(`codegen.py`, `convert.py`). Where the VM stops, the frame is cut: the graph
-so far runs, the one untraceable instruction runs in Python, and a resume
-function holding the rest of the bytecode (`resume.py`) is compiled in turn.
-`breaks.py` says why each break happened; `explain.py` reports it all, and
-`diagrams.py` draws graphs and breaks (Mermaid, for the book).
-Read `convert.py` first, then `resume.py`.
+(`codegen.py`, `convert.py`). Where the VM stops, the frame is cut (`cut.py`):
+the graph so far runs, the one untraceable instruction runs in Python, and a
+resume function holding the rest of the bytecode (`resume.py`) is compiled in
+turn. `breaks.py` says why each break happened; `explain.py` reports it all,
+and `diagrams.py` draws graphs and breaks (Mermaid, for the book).
+Read `convert.py` first, then `cut.py` and `resume.py`.
 
     >>> opt = stage4_fx.compile(fn, backend="eager")  # or stage4_fx.optimize("eager")(fn)
     >>> stage4_fx.explain(fn)(x).graph_count

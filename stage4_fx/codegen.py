@@ -278,3 +278,11 @@ class Codegen:
         self.temps[name] = name  # (keys of the Variables' temporaries are ints: no clash)
         self.add(Instr("STORE_FAST", name))
         return lambda: self.add(Instr("LOAD_FAST", name))
+
+
+class OutputIndex(dict):
+    """Trace node -> index in the graph's output tuple, given out as codegen asks for them."""
+
+    def __missing__(self, node):
+        self[node] = len(self)
+        return self[node]

@@ -14,7 +14,7 @@ the hook runs instead of the original. Two outcomes:
 * the VM stopped at an instruction (a graph break): the new code calls the
   graph so far, rebuilds the live locals and the stack, runs that one
   instruction in plain Python, and returns what a resume function (the rest
-  of the bytecode, see resume.py) returns:
+  of the bytecode, see resume.py) returns; cut.py writes this part:
 
       ___graph_out = __compiled_fn_1(x)
       return __resume_at_30_2(x, ___graph_out[1], print(___graph_out[0]))
@@ -26,7 +26,6 @@ functions it calls are still compiled.
 
 import contextlib
 import dataclasses
-import dis
 import functools
 import inspect
 import itertools
@@ -34,17 +33,16 @@ import types
 from dataclasses import dataclass, field
 
 import torch
-from bytecode import Bytecode, FreeVar, Instr, Label
+from bytecode import Bytecode, Instr
 
 import stage2_symbolic_vm.vm as vm
 from stage1_eval_frame import call_unhooked, skip_code
 from stage1_eval_frame.logs import get_logger
-from stage2_symbolic_vm import shapes, variables
+from stage2_symbolic_vm import shapes
 from stage2_symbolic_vm.errors import CannotReconstruct, Unsupported
-from stage2_symbolic_vm.iterators import IteratorVariable
 from stage2_symbolic_vm.sources import LocalSource
 from stage2_symbolic_vm.trace import Trace
-from stage2_symbolic_vm.variables import LazyVariable, NullVariable
+from stage2_symbolic_vm.variables import LazyVariable
 from stage3_guards import (
     CompileError,
     GuardError,
@@ -58,34 +56,14 @@ from stage3_guards.replay import argument_names
 from . import breaks
 from .backends import BackendCompilerFailed, origin
 from .breaks import GraphBreak
-from .codegen import (
-    GRAPH_OUT,
-    PY312,
-    PY313,
-    Codegen,
-    call,
-    load_closure,
-    load_global,
-    make_function_instructions,
-    to_bool,
-)
+from .codegen import GRAPH_OUT, Codegen, OutputIndex, call, load_global
+from .cut import CannotCut, cut
 from .graph import CapturedGraph, build_graph
-from .resume import (
-    ITERATOR,
-    NULL,
-    VALUE,
-    ResumeFunction,
-    abstract_instructions,
-    argument_order,
-    live_locals,
-    original_position,
-    resume_function,
-)
+from .resume import ResumeFunction
 
 graph_log = get_logger("graph")
 _serial = itertools.count(1)
 RESULT = "___result"
-RESUME_ARGUMENTS = "___resume_args"  # at a branch: the tuple both sides call their resume with
 INSTALLED: list[tuple[dict, str]] = []  # (globals, name) of every compiled graph, for reset()
 
 
@@ -109,14 +87,6 @@ class CompiledFrame:
     def replacement_for(self, G: dict, F):
         """The new code as a function of this call's globals and closure, called with the slots."""
         return types.FunctionType(self.code, G, self.code.co_name, None, F.__closure__)
-
-
-class CannotCut(Exception):
-    """The break cannot be cut here: `kind` (a key of breaks.FRAME_KINDS) says why."""
-
-    def __init__(self, kind: str, reason: str):
-        super().__init__(reason)
-        self.kind = kind
 
 
 # --- tracing the frame ------------------------------------------------------------------
@@ -261,14 +231,6 @@ def convert_break(frame, options, error, visits) -> CompiledFrame:
     return entry
 
 
-class OutputIndex(dict):
-    """Trace node -> index in the graph's output tuple, given out as codegen asks for them."""
-
-    def __missing__(self, node):
-        self[node] = len(self)
-        return self[node]
-
-
 def finish(frame, options, trace, cg, graph_break, resumes) -> CompiledFrame:
     """Compile the graph with the backend, assemble the new code, build the guards."""
     code = frame.code
@@ -362,222 +324,3 @@ def assemble(original, instructions) -> types.CodeType:
     new_code = bytecode.to_code()
     skip_code(new_code)  # it calls the graph itself; the hook must not compile it again
     return new_code
-
-
-# --- cutting the frame at a break --------------------------------------------------------
-
-# Instructions the new code can run on their own: opname -> (values popped, values pushed).
-# CALL, LOAD_GLOBAL and jumps are handled apart; anything else (a `for` step, a local
-# access) is not cut.
-SIMPLE_EFFECTS = {
-    "BINARY_OP": (2, 1), "COMPARE_OP": (2, 1), "BINARY_SUBSCR": (2, 1), "CONTAINS_OP": (2, 1),
-    "IS_OP": (2, 1), "UNARY_NEGATIVE": (1, 1), "UNARY_NOT": (1, 1), "UNARY_INVERT": (1, 1),
-    "UNARY_POSITIVE": (1, 1), "GET_ITER": (1, 1), "STORE_ATTR": (2, 0), "STORE_SUBSCR": (3, 0),
-    "DELETE_SUBSCR": (2, 0), "STORE_GLOBAL": (1, 0), "BINARY_SLICE": (3, 1), "STORE_SLICE": (4, 0),
-    "CALL_INTRINSIC_1": (1, 1), "FORMAT_SIMPLE": (1, 1), "FORMAT_WITH_SPEC": (2, 1),
-    "CONVERT_VALUE": (1, 1),
-}  # fmt: skip
-CONDITIONAL_JUMPS = {"POP_JUMP_IF_FALSE", "POP_JUMP_IF_TRUE", "POP_JUMP_IF_NONE"}
-CONDITIONAL_JUMPS |= {"POP_JUMP_IF_NOT_NONE"}
-CONDITIONAL_JUMPS |= {f"POP_JUMP_{d}_IF_{c}" for d in ("FORWARD", "BACKWARD") for c in (
-    "FALSE", "TRUE", "NONE", "NOT_NONE")}  # fmt: skip
-
-
-# Builtins that see the frame that calls them: in a resume function they would see its
-# locals (the live ones only, and the stack's), not the function's.
-FRAME_READERS = {"locals", "vars", "eval", "exec"}
-FRAME_READERS_BY_NAME = {"_getframe", "currentframe", "stack"}  # sys., inspect.
-
-
-def reads_its_own_frame(code) -> str | None:
-    """The name of a builtin or function the code calls that reads its frame, or None."""
-    for inst in dis.get_instructions(code):
-        if inst.opname in ("LOAD_GLOBAL", "LOAD_NAME") and inst.argval in FRAME_READERS:
-            return f"{inst.argval}()"
-        if inst.opname in ("LOAD_ATTR", "LOAD_METHOD") and inst.argval in FRAME_READERS_BY_NAME:
-            return f"{inst.argval}()"
-    return None
-
-
-def cut(code, state, globals_, side_effects) -> tuple[Codegen, list[ResumeFunction]]:
-    """The instructions after the graph call, at a break before `state`'s instruction:
-    the live values pushed, the changes the trace made to outside objects, the instruction,
-    then a call of the resume function."""
-    if state.exception_handler is not None:
-        raise CannotCut("break_in_block", "the break is inside a `try` or `with` block")
-    frame_code = code
-    code, offset = original_position(code, state.offset)
-    if offset is None:
-        raise CannotCut("stops_in_resume_prologue", "it stopped in a resume function's prologue")
-    if introspection := reads_its_own_frame(code):
-        raise CannotCut("reads_its_own_frame", f"the function calls `{introspection}`")
-    instructions = [i for i in dis.get_instructions(code) if i.opname != "EXTENDED_ARG"]
-    index = next(i for i, inst in enumerate(instructions) if inst.offset == offset)
-    inst = instructions[index]
-    abstract, position_of = abstract_instructions(code)
-    cg = Codegen(OutputIndex(), globals_)
-    own_cells = [name for name in code.co_cellvars if name not in frame_code.co_freevars]
-    cg.make_cells({name: state.cells[name] for name in own_cells})
-    closure = [*code.co_cellvars, *code.co_freevars]  # the resume function's, see resume.py
-    if inst.opname in CONDITIONAL_JUMPS:
-        jump = abstract[position_of[inst.offset]]
-        following = instructions[index + 1]
-        return cut_at_jump(code, state, inst, following, jump, cg, closure, side_effects)
-    pops, results, emitted, after = simple_instruction(instructions, index, abstract, position_of)
-    split = len(state.stack) - pops
-    prefix, operands = state.stack[:split], state.stack[split:]
-    live = bound_live_locals(code, state, after.offset)
-    kinds = slot_kinds(prefix, state, live) + results
-    resume = resume_function(code, after.offset, kinds, tuple(live))
-    cg.push_callable(lambda: make_function(cg, closure, resume))
-    for name in live:
-        cg.reconstruct(state.locals[name])
-    push_stack(cg, prefix, kinds)
-    for var in operands:
-        cg.reconstruct(var)
-    # The values are on the stack (read before the changes, as the trace read them); now the
-    # changes to outside objects, then the instruction sees the world as eager leaves it.
-    side_effects.codegen(cg)
-    cg.add(*emitted)
-    cg.add(*call(len(live) + len(kinds) - kinds.count(NULL)), Instr("RETURN_VALUE"))
-    return cg, [resume]
-
-
-def slot_kinds(prefix, state, live) -> tuple[str, ...]:
-    """NULL, VALUE or ITERATOR for each stack slot below the instruction (see resume.py).
-
-    An iterator goes as the list of its remaining items unless it is also
-    held elsewhere (`it = iter(xs)`): then it must stay one object.
-    """
-    held = [state.locals[name] for name in live] + list(state.stack)
-    kinds = []
-    for var in prefix:
-        if isinstance(var, NullVariable):
-            kinds.append(NULL)
-        elif (
-            isinstance(var, IteratorVariable)
-            and var.remaining() is not None
-            and (sum(v is var for v in held) == 1)
-        ):
-            kinds.append(ITERATOR)
-        else:
-            kinds.append(VALUE)
-    return tuple(kinds)
-
-
-def push_stack(cg: Codegen, prefix, kinds):
-    """Push the stack slots below the instruction, as `slot_kinds` says (NULLs are not pushed)."""
-    for var, kind in zip(prefix, kinds[: len(prefix)], strict=True):
-        if kind == ITERATOR:
-            cg.build_sequence(var.remaining(), "BUILD_LIST")
-        elif kind == VALUE:
-            cg.reconstruct(var)
-
-
-def simple_instruction(instructions, index, abstract, position_of):
-    """(values popped, kinds of the values pushed, instructions to emit, next instruction).
-
-    The emitted instructions are copies of the original ones (line numbers
-    kept, so a traceback points at the user's line).
-    """
-    inst, after = instructions[index], instructions[index + 1]
-    this = abstract[position_of[inst.offset]].copy()
-    if inst.opname == "CALL":  # KW_NAMES (and 3.11's PRECALL) before it were run by the VM
-        before = [abstract[position_of[i.offset]].copy() for i in instructions[index - 2 : index]]
-        extra = [] if PY312 else [before.pop()]  # 3.11: KW_NAMES, PRECALL, CALL
-        if before and before[-1].name == "KW_NAMES":
-            extra.insert(0, before[-1])
-        return inst.arg + 2, (VALUE,), [*extra, this], after
-    if inst.opname == "CALL_KW":  # 3.13: the keywords' names are on the stack, above the rest
-        return inst.arg + 3, (VALUE,), [this], after
-    if inst.opname == "CALL_FUNCTION_EX":
-        return 3 + (inst.arg & 1), (VALUE,), [this], after
-    if inst.opname == "LOAD_METHOD" or (PY312 and inst.opname == "LOAD_ATTR" and inst.arg & 1):
-        # the attribute and a NULL are a shape CALL accepts: a plain LOAD_ATTR, the NULL in the
-        # prologue
-        name = this.arg[1] if PY312 else this.arg
-        load = Instr("LOAD_ATTR", (False, name) if PY312 else name)
-        return 1, callable_slots(null=True), [load], after
-    if inst.opname == "UNARY_NOT":  # 3.13: the VM let its TO_BOOL pass; the value is as it was
-        return 1, (VALUE,), [*to_bool(this), this], after
-    if inst.opname in SIMPLE_EFFECTS:
-        pops, pushes = SIMPLE_EFFECTS[inst.opname]
-        return pops, (VALUE,) * pushes, [this], after
-    if inst.opname == "LOAD_ATTR":
-        return 1, (VALUE,), [this], after
-    if inst.opname == "STORE_DEREF":  # a free variable's cell (the VM only breaks on those)
-        return 1, (), [Instr("STORE_DEREF", FreeVar(this.arg.name))], after
-    if inst.opname == "LOAD_GLOBAL":  # every version: the low bit asks for a NULL
-        slots = callable_slots(null=this.arg[0])
-        return 0, slots, [Instr("LOAD_GLOBAL", (False, this.arg[1]))], after
-    if inst.opname == "UNPACK_SEQUENCE":
-        return 1, (VALUE,) * inst.arg, [this], after
-    if inst.opname == "FORMAT_VALUE":
-        return 1 + bool(inst.arg & 0x04), (VALUE,), [this], after
-    if inst.opname == "BUILD_STRING":
-        return inst.arg, (VALUE,), [this], after
-    raise CannotCut("unresumable_instruction", f"{inst.opname} at offset {inst.offset}")
-
-
-def callable_slots(null: bool) -> tuple[str, ...]:
-    """The kinds of the stack slots, bottom first, of a callable pushed with (or without) the
-    NULL a call wants beside it: below it on 3.11 and 3.12, above it on 3.13."""
-    if not null:
-        return (VALUE,)
-    return (VALUE, NULL) if PY313 else (NULL, VALUE)
-
-
-def cut_at_jump(code, state, inst, following, original_jump, cg, closure, side_effects):
-    """A branch on a value the VM does not know: both sides get their own resume function.
-
-    The live locals and the stack are rebuilt into one tuple first (before the
-    branch runs any Python), then each side calls its resume function with it.
-    """
-    prefix, condition = state.stack[:-1], state.stack[-1]
-    live = sorted(
-        set(bound_live_locals(code, state, following.offset))
-        | set(bound_live_locals(code, state, inst.argval))
-    )
-    live.sort(key=argument_order(code))  # stable: the rest stays sorted by name
-    kinds = slot_kinds(prefix, state, live)
-    for name in live:
-        cg.reconstruct(state.locals[name])
-    push_stack(cg, prefix, kinds)
-    cg.add(Instr("BUILD_TUPLE", len(live) + len(kinds) - kinds.count(NULL)))
-    cg.add(Instr("STORE_FAST", RESUME_ARGUMENTS))
-    cg.reconstruct(condition)
-    side_effects.codegen(cg)
-    taken = Label()
-    if original_jump.name in ("POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE"):
-        cg.add(*to_bool(original_jump))  # 3.13: the VM let the TO_BOOL before it pass
-    cg.add(Instr(original_jump.name.replace("BACKWARD", "FORWARD"), taken))  # 3.11: ours go forward
-    resumes = []
-    for label, offset in ((None, following.offset), (taken, inst.argval)):
-        if label is not None:
-            cg.add(label)
-        resume = resume_function(code, offset, kinds, tuple(live))
-        resumes.append(resume)
-        cg.push_callable(lambda resume=resume: make_function(cg, closure, resume))
-        cg.add(Instr("LOAD_FAST", RESUME_ARGUMENTS), Instr("CALL_FUNCTION_EX", 0))
-        cg.add(Instr("RETURN_VALUE"))
-    return cg, resumes
-
-
-def bound_live_locals(code, state, offset) -> list[str]:
-    """The locals read later that hold a value now (an unbound one stays unbound)."""
-    live = live_locals(code, offset)
-    bound = [name for name, var in state.locals.items() if var is not variables.NULL]
-    return sorted((name for name in bound if name in live), key=argument_order(code))
-
-
-def make_function(cg: Codegen, closure: list[str], resume: ResumeFunction):
-    """Push the resume function, with the frame's cells and free variables as its closure."""
-    if closure:
-        for name in closure:
-            if f"___cell_{name}" in cg.temps.values():  # a cell this new code made
-                cg.add(Instr("LOAD_FAST", f"___cell_{name}"))
-            else:
-                cg.add(load_closure(FreeVar(name)))
-        cg.add(Instr("BUILD_TUPLE", len(closure)))
-    cg.load_const(resume.code)
-    cg.add(*make_function_instructions(0x08 if closure else 0))

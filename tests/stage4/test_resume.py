@@ -7,7 +7,7 @@ import types
 import torch
 
 import stage4_fx
-from stage4_fx.convert import callable_slots
+from stage4_fx.cut import callable_slots
 from stage4_fx.resume import VALUE, live_locals, resume_function
 
 
