@@ -147,44 +147,11 @@ class Codegen:
     # --- sources: where a value can be read again ------------------------------------------
 
     def load_source(self, source: Source):
-        if isinstance(source, LocalSource):
-            self.add(Instr("LOAD_FAST", source.local))
-        elif isinstance(source, GlobalSource):
-            self.add(load_global(source.global_name))
-        elif isinstance(source, BuiltinSource):  # B.len: the builtins module, as guards read it
-            self.load_const(builtins)
-            self.add(load_attr(source.builtin))
-        elif isinstance(source, ImportSource):
-            self.call_callable(importlib.import_module, lambda: self.load_const(source.module))
-        elif isinstance(source, ClosureSource):  # the new code shares the function's closure
-            self.add(Instr("LOAD_DEREF", FreeVar(source.free_name)))
-        elif isinstance(source, AttrSource) and source.member in STORAGE_ATTRIBUTES:
-            self.call_callable(  # `object.__getattribute__(x, "__dict__")`, as its name() says
-                object.__getattribute__,
-                lambda: self.load_source(source.base),
-                lambda: self.load_const(source.member),
-            )
-        elif isinstance(source, AttrSource):
-            self.load_source(source.base)
-            self.add(load_attr(source.member))
-        elif isinstance(source, DictItemSource):
-            self.call_callable(
-                dict.__getitem__,
-                lambda: self.load_source(source.base),
-                lambda: self.load_const(source.index),
-            )
-        elif isinstance(source, ItemSource):
-            self.load_source(source.base)
-            self.load_const(source.index)
-            self.add(Instr("BINARY_SUBSCR"))
-        elif isinstance(source, SizeSource):  # a symbol's value: `torch.Tensor.size(x, 0)`
-            self.call_callable(
-                torch.Tensor.size,
-                lambda: self.load_source(source.base),
-                lambda: self.load_const(source.dim),
-            )
-        else:  # F (the function object itself) is not reachable from bytecode
+        """Push the value `source` names, by the loader of its class (`SOURCE_LOADERS`)."""
+        load = SOURCE_LOADERS.get(type(source))
+        if load is None:  # F (the function object itself) is not reachable from bytecode
             raise CannotReconstruct(f"cannot read {source.describe()} from the new code")
+        load(self, source)
 
     # --- trace nodes and Variables ------------------------------------------------------------
 
@@ -278,6 +245,75 @@ class Codegen:
         self.temps[name] = name  # (keys of the Variables' temporaries are ints: no clash)
         self.add(Instr("STORE_FAST", name))
         return lambda: self.add(Instr("LOAD_FAST", name))
+
+
+# --- how the new code reads each kind of source ---------------------------------------------
+# torch/_dynamo gives each Source a `reconstruct(codegen)` method. Ours are stage 2's, which
+# writes no bytecode: their guard expression (`name()`) and their value (`get()`) are read
+# there, and the instructions, with their 3.11-3.13 differences, stay here, in one table.
+
+
+def _load_local(cg: Codegen, source: LocalSource):
+    cg.add(Instr("LOAD_FAST", source.local))
+
+
+def _load_global(cg: Codegen, source: GlobalSource):
+    cg.add(load_global(source.global_name))
+
+
+def _load_builtin(cg: Codegen, source: BuiltinSource):  # B.len: the builtins module, as guards do
+    cg.load_const(builtins)
+    cg.add(load_attr(source.builtin))
+
+
+def _load_import(cg: Codegen, source: ImportSource):
+    cg.call_callable(importlib.import_module, lambda: cg.load_const(source.module))
+
+
+def _load_closure_variable(cg: Codegen, source: ClosureSource):  # the function's own closure
+    cg.add(Instr("LOAD_DEREF", FreeVar(source.free_name)))
+
+
+def _load_attribute(cg: Codegen, source: AttrSource):
+    if source.member in STORAGE_ATTRIBUTES:  # `object.__getattribute__(x, "__dict__")`, as
+        base, member = source.base, source.member  # its name() reads it
+        cg.call_callable(
+            object.__getattribute__, lambda: cg.load_source(base), lambda: cg.load_const(member)
+        )
+        return
+    cg.load_source(source.base)
+    cg.add(load_attr(source.member))
+
+
+def _load_dict_item(cg: Codegen, source: DictItemSource):  # past a subclass's __getitem__
+    cg.call_callable(
+        dict.__getitem__, lambda: cg.load_source(source.base), lambda: cg.load_const(source.index)
+    )
+
+
+def _load_item(cg: Codegen, source: ItemSource):
+    cg.load_source(source.base)
+    cg.load_const(source.index)
+    cg.add(Instr("BINARY_SUBSCR"))
+
+
+def _load_size(cg: Codegen, source: SizeSource):  # a symbol's value: `torch.Tensor.size(x, 0)`
+    cg.call_callable(
+        torch.Tensor.size, lambda: cg.load_source(source.base), lambda: cg.load_const(source.dim)
+    )
+
+
+SOURCE_LOADERS = {
+    LocalSource: _load_local,
+    GlobalSource: _load_global,
+    BuiltinSource: _load_builtin,
+    ImportSource: _load_import,
+    ClosureSource: _load_closure_variable,
+    AttrSource: _load_attribute,
+    DictItemSource: _load_dict_item,
+    ItemSource: _load_item,
+    SizeSource: _load_size,
+}
 
 
 class OutputIndex(dict):

@@ -40,6 +40,7 @@ from .resume import (
     NULL,
     VALUE,
     ResumeFunction,
+    Slot,
     abstract_instructions,
     argument_order,
     live_locals,
@@ -131,11 +132,11 @@ def cut(code, state, globals_, side_effects) -> tuple[Codegen, list[ResumeFuncti
     # changes to outside objects, then the instruction sees the world as eager leaves it.
     side_effects.codegen(cg)
     cg.add(*emitted)
-    cg.add(*call(len(live) + len(kinds) - kinds.count(NULL)), Instr("RETURN_VALUE"))
+    cg.add(*call(len(live) + arguments(kinds)), Instr("RETURN_VALUE"))
     return cg, [resume]
 
 
-def slot_kinds(prefix, state, live) -> tuple[str, ...]:
+def slot_kinds(prefix, state, live) -> tuple[Slot, ...]:
     """NULL, VALUE or ITERATOR for each stack slot below the instruction (see resume.py).
 
     An iterator goes as the list of its remaining items unless it is also
@@ -158,12 +159,14 @@ def slot_kinds(prefix, state, live) -> tuple[str, ...]:
 
 
 def push_stack(cg: Codegen, prefix, kinds):
-    """Push the stack slots below the instruction, as `slot_kinds` says (NULLs are not pushed)."""
-    for var, kind in zip(prefix, kinds[: len(prefix)], strict=True):
-        if kind == ITERATOR:
-            cg.build_sequence(var.remaining(), "BUILD_LIST")
-        elif kind == VALUE:
-            cg.reconstruct(var)
+    """Push the stack slots below the instruction, each as its kind passes it."""
+    for var, slot in zip(prefix, kinds[: len(prefix)], strict=True):
+        slot.push(cg, var)
+
+
+def arguments(kinds) -> int:
+    """How many of the slots are passed to the resume function (a NULL is not)."""
+    return sum(slot.argument for slot in kinds)
 
 
 def simple_instruction(instructions, index, abstract, position_of):
@@ -211,7 +214,7 @@ def simple_instruction(instructions, index, abstract, position_of):
     raise CannotCut("unresumable_instruction", f"{inst.opname} at offset {inst.offset}")
 
 
-def callable_slots(null: bool) -> tuple[str, ...]:
+def callable_slots(null: bool) -> tuple[Slot, ...]:
     """The kinds of the stack slots, bottom first, of a callable pushed with (or without) the
     NULL a call wants beside it: below it on 3.11 and 3.12, above it on 3.13."""
     if not null:
@@ -235,7 +238,7 @@ def cut_at_jump(code, state, inst, following, original_jump, cg, closure, side_e
     for name in live:
         cg.reconstruct(state.locals[name])
     push_stack(cg, prefix, kinds)
-    cg.add(Instr("BUILD_TUPLE", len(live) + len(kinds) - kinds.count(NULL)))
+    cg.add(Instr("BUILD_TUPLE", len(live) + arguments(kinds)))
     cg.add(Instr("STORE_FAST", RESUME_ARGUMENTS))
     cg.reconstruct(condition)
     side_effects.codegen(cg)

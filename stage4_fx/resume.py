@@ -13,9 +13,11 @@ It keeps the *whole* original bytecode and jumps into it, so loops that
 jump back, and later breaks, need nothing special (torch/_dynamo/
 resume_execution.py does the same: `ContinueExecutionCache.generate`). It is
 an ordinary function: the frame hook catches it and compiles it in turn.
-Each stack slot is one of three kinds:
+Each stack slot is one of three kinds, each a small class below that knows
+both sides of the call: how the new code passes the value (`push`) and how
+the prologue puts it back (`restore`):
 
-    NULL      the NULL below a callable: not a value, so the prologue pushes it again
+    NULL      the NULL beside a callable: not a value, so the prologue pushes it again
     VALUE     any value: passed as an argument, pushed back with LOAD_FAST
     ITERATOR  a loop's iterator: passed as the *list* of its remaining items and
               turned back into an iterator by GET_ITER, so the VM, tracing the
@@ -43,7 +45,64 @@ _LOCAL_ACCESS = {
     "LOAD_FAST_LOAD_FAST": "rr", "STORE_FAST_LOAD_FAST": "wr", "STORE_FAST_STORE_FAST": "ww",
 }  # fmt: skip
 _serial = itertools.count(1)
-NULL, VALUE, ITERATOR = "null", "value", "iterator"
+
+
+class Slot:
+    """A kind of stack slot that a resume function rebuilds (one object per kind)."""
+
+    argument = True  # whether the resume function takes it as a parameter
+
+    def push(self, cg, var):
+        """Emit, in the new code, the argument that carries `var` (a stage-2 Variable)."""
+        raise NotImplementedError
+
+    def restore(self, name: str) -> list[Instr]:
+        """The prologue's instructions that put the slot back, from the parameter `name`."""
+        raise NotImplementedError
+
+
+class ValueSlot(Slot):
+    """Any other value, passed as it is."""
+
+    def push(self, cg, var):
+        cg.reconstruct(var)
+
+    def restore(self, name):
+        return [Instr("LOAD_FAST", name)]
+
+    def __repr__(self):
+        return "VALUE"
+
+
+class NullSlot(Slot):
+    """Not a value: nothing is passed, and the prologue pushes a new NULL."""
+
+    argument = False
+
+    def push(self, cg, var):
+        pass
+
+    def restore(self, name):
+        return [Instr("PUSH_NULL")]
+
+    def __repr__(self):
+        return "NULL"
+
+
+class IteratorSlot(Slot):
+    """A loop's iterator held nowhere else, passed as the list of its remaining items."""
+
+    def push(self, cg, var):
+        cg.build_sequence(var.remaining(), "BUILD_LIST")
+
+    def restore(self, name):
+        return [Instr("LOAD_FAST", name), Instr("GET_ITER")]
+
+    def __repr__(self):
+        return "ITERATOR"
+
+
+NULL, VALUE, ITERATOR = NullSlot(), ValueSlot(), IteratorSlot()
 
 
 @dataclass(frozen=True)
@@ -52,7 +111,7 @@ class ResumeFunction:
 
     code: object
     offset: int  # where in the original bytecode it continues
-    stack: tuple[str, ...]  # the kind of each stack slot it rebuilds: NULL, VALUE or ITERATOR
+    stack: tuple[Slot, ...]  # the kind of each stack slot it rebuilds: NULL, VALUE or ITERATOR
     live: tuple[str, ...]  # the live locals it takes after the stack items
 
     @property
@@ -187,7 +246,7 @@ def _make(code, offset, stack, live) -> ResumeFunction:
     abstract, position_of = abstract_instructions(code)
     target = Label()
     abstract.insert(position_of[offset], target)
-    stack_names = [f"___stack{i}" for i, kind in enumerate(stack) if kind != NULL]
+    names = [f"___stack{i}" for i in range(len(stack))]  # a slot's name keeps its place
     while abstract and isinstance(abstract[0], Instr) and abstract[0].name in _PROLOGUE_OPS:
         del abstract[0]  # the original prologue; ours comes first
     # The frame's cells come in the closure, so that functions made before the break and
@@ -199,15 +258,12 @@ def _make(code, offset, stack, live) -> ResumeFunction:
     abstract.cellvars = []
     prologue = [Instr("COPY_FREE_VARS", len(abstract.freevars))] if abstract.freevars else []
     prologue.append(Instr("RESUME", 0))
-    names = iter(stack_names)
-    for kind in stack:
-        prologue.append(Instr("PUSH_NULL") if kind == NULL else Instr("LOAD_FAST", next(names)))
-        if kind == ITERATOR:
-            prologue.append(Instr("GET_ITER"))
+    for slot, slot_name in zip(stack, names, strict=True):
+        prologue += slot.restore(slot_name)
     prologue.append(Instr("JUMP_FORWARD", target))
     abstract[:0] = prologue
     name = f"__resume_at_{offset}_{next(_serial)}"
-    abstract.argnames = [*live, *stack_names]
+    abstract.argnames = [*live, *(n for n, slot in zip(names, stack, strict=True) if slot.argument)]
     abstract.argcount = len(abstract.argnames)
     abstract.posonlyargcount = abstract.kwonlyargcount = 0
     abstract.flags &= ~(inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)

@@ -7,8 +7,10 @@ import types
 import torch
 
 import stage4_fx
+from stage2_symbolic_vm import sources
+from stage4_fx.codegen import SOURCE_LOADERS
 from stage4_fx.cut import callable_slots
-from stage4_fx.resume import VALUE, live_locals, resume_function
+from stage4_fx.resume import ITERATOR, VALUE, live_locals, resume_function
 
 
 def loop_with_print(x, n):
@@ -55,6 +57,20 @@ def test_resume_function_pushes_nulls_back():
     resume = resume_function(call_after.__code__, after_item, stack, ())
     fn = types.FunctionType(resume.code, {})
     assert fn(lambda *args: args, 3, 4.0) == (3, 4.0)  # the callable is a stack item too
+
+
+def test_an_iterator_slot_is_passed_as_a_list():
+    after_print = offset_of(loop_with_print, "POP_TOP")
+    stack = (ITERATOR, VALUE)
+    resume = resume_function(loop_with_print.__code__, after_print, stack, ("total", "x"))
+    fn = types.FunctionType(resume.code, loop_with_print.__globals__)
+    assert fn(12, 2, [3, 4], None) == [26, 2]  # the prologue's GET_ITER makes it a loop again
+
+
+def test_the_new_code_can_read_every_kind_of_source():
+    unreadable = {sources.FunctionSource}  # the function object itself: not in its own frame
+    kinds = set(sources.Source.__subclasses__()) - unreadable
+    assert kinds == set(SOURCE_LOADERS), "a new Source needs a loader in stage4_fx/codegen.py"
 
 
 def test_break_keeps_aliases_and_mutations():
