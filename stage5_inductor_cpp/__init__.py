@@ -5,9 +5,9 @@ Stage 4 hands over an FX graph; this stage lowers it to a loop-level IR
 compiles it once per graph (cached on disk), and calls it from a generated
 Python wrapper. Read in this order: ir.py, lowering.py (+ views.py,
 decompositions.py), meta_run.py and functionalize.py (eager's answers on meta
-tensors; in-place ops made pure), graph.py (+ layouts.py), scheduler.py,
-codegen_cpp.py, cache.py, wrapper.py, backend.py, frontend.py (`compile(fn)`:
-stage 4's frontend with this backend).
+tensors; in-place ops made pure), graph.py (+ layouts.py, bias_addmm.py),
+scheduler.py, codegen_cpp.py, cache.py, wrapper.py, backend.py, frontend.py
+(`compile(fn)`: stage 4's frontend with this backend).
 `diagrams.py` draws the kernels before and after fusion (Mermaid, for the book).
 """
 

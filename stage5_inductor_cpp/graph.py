@@ -28,6 +28,7 @@ from . import (  # noqa: F401  (they register lowerings)
     pooling,
     views,
 )
+from .bias_addmm import bias_addmm
 from .functionalize import Functionalization, OutOfPlace, WriteBack, without_inplace
 from .ir import (
     BufferView,
@@ -66,10 +67,6 @@ STRIDES_FROM_A_CALL = (torch.nn.functional.scaled_dot_product_attention,)
 # below it, recomputing in each consumer is cheaper than a round trip through memory.
 REUSE_COST = 20
 MAX_INLINE_COST = 200
-
-# `mm(a, b) + bias` is one GEMM that adds the bias as it writes (`torch.addmm`).
-MATMULS = {operator.matmul, torch.matmul, torch.mm, torch.Tensor.matmul, torch.Tensor.mm}
-ADDS = {operator.add, torch.add, "add"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,13 +113,6 @@ def named_device(name: str, args, kwargs) -> torch.device | None:
     if name == "to":
         named += [a for a in args if isinstance(a, (str, torch.device))]
     return next((torch.device(d) for d in named if d is not None), None)
-
-
-def broadcasts_to(shape, target) -> bool:
-    """Whether `shape` broadcasts to `target` without growing it."""
-    if len(shape) > len(target):
-        return False
-    return all(s in (1, t) for s, t in zip(reversed(shape), reversed(target), strict=False))
 
 
 def reads_only_its_element(data: Pointwise, layout: Layout, name: str, written) -> bool:
@@ -280,7 +270,7 @@ class GraphLowering:
         return target
 
     def lower_node(self, node, args, kwargs):
-        if (addmm := self.bias_add(node, args, kwargs)) is not None:
+        if (addmm := bias_addmm(self, node, args, kwargs)) is not None:  # bias_addmm.py
             return addmm
         return self.lower_call(node, node.op, node.target, args, kwargs, len(node.users))
 
@@ -438,47 +428,6 @@ class GraphLowering:
         if (users > 1 and value.cost > REUSE_COST) or value.cost > MAX_INLINE_COST:
             return self.realize(value, layouts.eager_stride(value, self.meta.snapshots.get(node)))
         return value
-
-    def bias_add(self, node, args, kwargs) -> BufferView | None:
-        """`a @ b + bias` as one extern `torch.addmm(bias, a, b)`, or None if it is not one.
-
-        Inductor's post-grad pass does the same (torch/_inductor/fx_passes/post_grad.py):
-        the GEMM library adds the bias as it writes, which saves a pass over the result.
-        Only when the add's operand is the whole product (not a slice of it), which
-        nothing else reads, on 2-D float tensors.
-        """
-        if node.target not in ADDS or kwargs or len(args) != 2:
-            return None
-        for product, mm, bias in ((node.args[0], *args), (node.args[1], *args[::-1])):
-            extern = mm.buffer if isinstance(mm, BufferView) else None
-            if not (
-                isinstance(extern, ExternKernel)
-                and extern.target in MATMULS
-                and isinstance(product, torch.fx.Node)
-                and self.resolve(product.op, product.target) in MATMULS
-                and mm.is_whole_buffer()
-            ):
-                continue
-            a, b = extern.args
-            if (
-                len(product.users) != 1
-                or extern.kwargs
-                or not all(isinstance(t, BufferView) for t in (a, b))
-                or not isinstance(bias, BufferView | Pointwise)
-                or {t.dtype for t in (a, b, bias)} != {extern.layout.dtype}
-                or not extern.layout.dtype.is_floating_point
-                or len(a.ranges) != 2
-                or len(b.ranges) != 2
-                or not broadcasts_to(bias.ranges, mm.ranges)
-            ):
-                continue
-            # The product moves to here, after the bias is computed; it keeps its name.
-            bias = self.realize(bias)
-            self.buffers.remove(extern)
-            addmm = dataclasses.replace(extern, target=torch.addmm, args=(bias, a, b))
-            self.buffers.append(addmm)
-            return BufferView(addmm, addmm.layout)
-        return None
 
     def extern(self, node, op: str, target, args, kwargs):
         """Call torch at run time; a meta run now gives the result's layout (or eager's error).
