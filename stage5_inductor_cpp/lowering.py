@@ -205,8 +205,9 @@ def _dim(dim, rank):
     return dim % max(rank, 1)
 
 
-def reshape_to(graph, x, ranges):
-    """`x` with new sizes: an index map when only size-1 dims change, else contiguous storage."""
+def reshape_to(graph, x, ranges, *, view: bool = False):
+    """`x` with new sizes: an index map when only size-1 dims change, else contiguous storage.
+    `view`: the op is `view`, whose result must share `x`'s memory (a reshape may copy)."""
     if [s for s in x.ranges if s != 1] == [s for s in ranges if s != 1]:
         return reindex(x, ranges, size1_reindex(x.ranges, ranges))
     if not (isinstance(x, BufferView) and x.layout.is_contiguous()):
@@ -214,7 +215,7 @@ def reshape_to(graph, x, ranges):
         # computed buffer's layout is ours (a channels-last image): eager's view, valid on
         # the meta run, has the values of a copy.
         of_an_input = isinstance(x, BufferView) and isinstance(x.buffer, InputBuffer)
-        if of_an_input and graph.current_target == "view":
+        if of_an_input and view:
             raise Fallback("view of a non-contiguous input: torch decides whether it is valid")
         # Copy into a contiguous buffer (what torch.reshape does for such a tensor too).
         x = graph.add_buffer(as_pointwise(x))
@@ -409,18 +410,23 @@ def _to_flags(args, copy, memory_format):
 
 
 @register(
-    "to", "type", "type_as", "float", "double", "half", "bfloat16", "long", "int", "short",
-    "char", "byte", "bool",
+    "type", "type_as", "float", "double", "half", "bfloat16", "long", "int", "short", "char",
+    "byte", "bool",
 )  # fmt: skip
 def to_dtype(graph, out, x, *args, copy=False, memory_format=None, **kwargs):
     """A cast; torch returns `x` itself when nothing changes and no copy is asked for."""
-    if graph.current_target == "to":
-        copy, memory_format = _to_flags(args, copy, memory_format)
     if out.dtype != x.dtype:
         return make_pointwise(lambda v: v, x, dtype=out.dtype, compute=x.dtype)
     if copy or not is_contiguous_as(x, memory_format):
         return copy_of(x)
     return x
+
+
+@register("to")
+def to(graph, out, x, *args, copy=False, memory_format=None, **kwargs):
+    """`x.to(...)`: a cast whose `copy` and `memory_format` may also come by position."""
+    copy, memory_format = _to_flags(args, copy, memory_format)
+    return to_dtype(graph, out, x, copy=copy, memory_format=memory_format)
 
 
 @register("clone", same_dtype=True)

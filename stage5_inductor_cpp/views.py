@@ -114,11 +114,20 @@ def _unflattened(ranges, dim, sizes):
     return ranges[:dim] + _infer_size(sizes, ranges[dim]) + ranges[dim + 1 :]
 
 
-@register(*RESHAPES, same_dtype=True)
-def reshape(graph, out, x, *args, **kwargs):
-    if args and isinstance(args[0], torch.dtype):
-        raise Fallback("view as another dtype")
-    return reshape_to(graph, x, tuple(RESHAPES[graph.current_target](x, *args, **kwargs)))
+def reshape_lowering(new_sizes, view: bool):
+    """The lowering of one op of `RESHAPES`, whose sizes `new_sizes(x, *args)` gives; `view`
+    for `view`, whose result must share its input's memory."""
+
+    def reshape(graph, out, x, *args, **kwargs):
+        if args and isinstance(args[0], torch.dtype):
+            raise Fallback("view as another dtype")
+        return reshape_to(graph, x, tuple(new_sizes(x, *args, **kwargs)), view=view)
+
+    return reshape
+
+
+for _op, _new_sizes in RESHAPES.items():
+    register(_op, same_dtype=True)(reshape_lowering(_new_sizes, view=_op == "view"))
 
 
 @register(operator.getitem, same_dtype=True)

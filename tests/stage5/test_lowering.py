@@ -435,3 +435,17 @@ def test_same_exception_as_eager(fn, args):
 )
 def test_through_torch_compile(name):
     check_both({**REDUCTIONS, **VIEWS, **EXTERNS}[name], x)
+
+
+def test_view_and_reshape_and_to_are_lowered_each_by_its_own_function():
+    """`view` must share its input's memory (torch decides), `reshape` may copy; `to` takes
+    `copy` by position. Each lowering is told what differs, not the op being lowered."""
+    x = torch.randn(4, 5).t()  # not contiguous, but viewable as (5, 2, 2)
+
+    def buffers(fn):
+        return GraphLowering(torch.fx.symbolic_trace(fn), [x]).run().buffers
+
+    assert [b.target for b in buffers(lambda a: a.view(5, 2, 2))] == [torch.Tensor.view]
+    assert buffers(lambda a: a.reshape(5, 2, 2))[0].name == "buf0"  # a copy, in a kernel
+    assert len(buffers(lambda a: a.to(torch.float32, False, True))) == 1  # copy=True
+    assert buffers(lambda a: a.to(torch.float32)) == []  # x itself
