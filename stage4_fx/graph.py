@@ -42,9 +42,6 @@ class CapturedGraph:
     examples: list = None
     shapes: object = None  # the trace's symbols (stage2_symbolic_vm/shapes.py)
 
-    def output_index(self, node: Node) -> int:
-        return self.outputs.index(node)
-
     @property
     def op_count(self) -> int:
         ops = ("call_function", "call_method", "call_module")
