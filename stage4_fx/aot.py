@@ -257,6 +257,13 @@ def partition(joint: Joint) -> Partition:
     saved_list = sorted(saved, key=position.__getitem__)
 
     forward = subgraph(joint.graph, primals, [*forward_outputs, *saved_list], in_backward)
+    # Values only the backward reads: a compiler may keep them in its own layout (stage 5
+    # keeps images channels-last), as inductor does for the outputs a user never sees.
+    visible = {n.name for n in forward_outputs if isinstance(n, torch.fx.Node)}
+    backward_only = {n.name for n in saved_list} - visible
+    for node in forward.graph.nodes:
+        if node.name in backward_only:
+            node.meta["saved_for_backward"] = True
     backward_set = needed_for(
         [g for g in gradients if isinstance(g, torch.fx.Node)], stop=set(saved_list)
     )

@@ -6,6 +6,7 @@ torch's tables (`DECOMPOSITIONS`) into few of them. Our lowerings are keyed by t
 functions and Tensor methods that stage 4's graphs call, so each ATen op whose torch
 twin takes the same arguments becomes that call (`AS_TORCH`); the others stay ATen
 calls, which the lowering calls as extern kernels (a convolution's backward, say).
+A 2-D `aten.convolution` becomes `torch.conv2d` though its arguments differ (`is_conv2d`).
 Torch's inductor lowers ATen ops directly (torch/_inductor/lowering.py registers
 `aten.*` overloads); here one table maps the ATen graphs onto the lowerings written for
 stage 4's graphs, so that a lowering serves both.
@@ -91,7 +92,19 @@ def as_torch_calls(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
         if node.target in SAME_VALUE:
             node.replace_all_uses_with(node.args[0])
             gm.graph.erase_node(node)
+        elif node.target == aten.convolution.default and is_conv2d(node):
+            x, weight, bias, stride, padding, dilation, _, _, groups = node.args
+            node.op, node.target = "call_function", torch.conv2d
+            node.args = (x, weight, bias, stride, padding, dilation, groups)
         elif node.target in AS_TORCH and "implicit" not in node.kwargs:
             node.op, node.target = AS_TORCH[node.target]
     gm.recompile()
     return gm
+
+
+def is_conv2d(node: torch.fx.Node) -> bool:
+    """Whether an `aten.convolution` is a `torch.conv2d`: of images, not transposed. As a
+    conv2d it runs channels-last between the kernels (layouts.py), as in inference."""
+    x, weight, _, _, _, _, transposed, output_padding, _ = node.args
+    dims = [getattr(t.meta.get("val"), "ndim", None) for t in (x, weight)]
+    return dims == [4, 4] and not transposed and not any(output_padding)

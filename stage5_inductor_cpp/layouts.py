@@ -86,6 +86,8 @@ def land(graph, value, want: Snapshot, copy: bool = False) -> BufferView:
 
 
 CONVOLUTIONS = (torch.conv2d, torch.nn.functional.conv2d)
+# A training graph's backward (stage 4's aot.py) has its convolutions' backwards instead.
+CONVOLUTION_BACKWARDS = (torch.ops.aten.convolution_backward.default,)
 
 
 def prefers_channels_last(gm: torch.fx.GraphModule, device: torch.device) -> bool:
@@ -93,7 +95,8 @@ def prefers_channels_last(gm: torch.fx.GraphModule, device: torch.device) -> boo
     CPU with oneDNN (inductor's test too)."""
     if device.type == "cpu" and not torch.backends.mkldnn.is_available():
         return False
-    return any(n.op == "call_function" and n.target in CONVOLUTIONS for n in gm.graph.nodes)
+    convolutions = CONVOLUTIONS + CONVOLUTION_BACKWARDS
+    return any(n.op == "call_function" and n.target in convolutions for n in gm.graph.nodes)
 
 
 def conv2d_with_channels_last_weights():
@@ -186,7 +189,11 @@ def land_outputs(graph, node: torch.fx.Node, env: dict):
             if (tuple(value.ranges), value.dtype) != (want.size, want.dtype):
                 graph.internal_error(f"output {arg.name} is {value}, eager's is {want}")
             aliases_an_input = storage_id(result) in meta.input_storages
-            if of_an_input(value) and aliases_an_input:
+            if arg.meta.get("saved_for_backward") and not of_an_input(value):
+                # only the backward reads it (aot.py): it keeps our layout, channels-last
+                # images included, as inductor lands only the outputs a user sees
+                value = value if isinstance(value, BufferView) else graph.realize_preferred(value)
+            elif of_an_input(value) and aliases_an_input:
                 value = restrided(value, want)  # a view of the input, in eager too
             else:  # an input's memory must not come back where eager returns new memory
                 value = by_value[id(env[arg])] = land(graph, value, want, copy=of_an_input(value))

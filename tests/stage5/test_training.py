@@ -171,6 +171,35 @@ def test_batch_norm_saves_its_input_alone_less_than_eager():
         torch.testing.assert_close(ours.grad, theirs.grad, rtol=1e-4, atol=1e-4)
 
 
+def test_convolutions_train_channels_last_with_eagers_gradients():
+    # As in inference (layouts.py), images between convolutions are stored channels-last,
+    # in the backward too; the saved convolution output, which only the backward reads,
+    # stays so, while the output the caller sees has eager's strides
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(4, 8, 3, padding=1, bias=False), torch.nn.BatchNorm2d(8),
+        torch.nn.ReLU(), torch.nn.Conv2d(8, 4, 3, padding=1, bias=False),
+    ).train()  # fmt: skip
+    eager = __import__("copy").deepcopy(model)
+    x = torch.randn(2, 4, 16, 16)
+    made = []
+    compiled = stage4_fx.compile(
+        model, backend=lambda gm, ex: made.append(compile_fx(gm, ex)) or made[-1]
+    )
+    saved = []
+    with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t, lambda t: t):
+        out = compiled(x)
+    assert out.is_contiguous() and out.stride() == eager(x).stride()
+    images = [t for t in saved if not t.is_meta and t.shape == (2, 8, 16, 16)]
+    assert images and all(t.is_contiguous(memory_format=torch.channels_last) for t in images)
+    out.square().sum().backward()
+    eager(x).square().sum().backward()
+    forward, backward = made[0].parts
+    assert "conv2d" in forward.last.wrapper_source
+    assert "convolution_backward" in backward.last.wrapper_source
+    for ours, theirs in zip(model.parameters(), eager.parameters(), strict=True):
+        torch.testing.assert_close(ours.grad, theirs.grad, rtol=1e-4, atol=1e-4)
+
+
 def test_equal_outputs_stay_two_tensors_as_in_eager():
     def fn(x):
         return x.sin(), x.sin()
