@@ -1,21 +1,22 @@
 """C++/OpenMP code generation: *how* the IR is emitted (torch/_inductor/codegen/cpp.py).
 
-`CppOverrides` is the op -> C++ table; `CppKernel` is the handler that the IR's
-`inner_fn`s call while a kernel is written: every op becomes one typed, named
+`CppOverrides` is the op -> C++ table and `CppKernel` the kernel writer, both built on
+kernel_writer.py's (shared with stage 6's Triton): every op becomes one typed, named
 temporary (`float tmp3 = std::sin(tmp1);`), identical expressions are emitted once.
-A value that a reduction loop stashed in an output (`FusedKernel.stash`) is loaded
-back from it, and the temporaries that computed it again are dropped.
-A Triton backend needs its own overrides table and kernel template, nothing else.
+What is C++'s own is here: the table's C++ entries, constants and casts, the `if` of a
+masked load, and the loops: parallel outer loops, SIMD inner loops, reductions into
+accumulators. A value that a reduction loop stashed in an output (`FusedKernel.stash`)
+is loaded back from it, and the temporaries that computed it again are dropped.
 """
 
-import contextlib
 import math
 import re
 import typing
 
 import torch
 
-from .ir import Printer, result_dtype
+from .ir import Printer
+from .kernel_writer import KernelWriter, OpOverrides, Value
 from .scheduler import FusedKernel, SchedulerNode
 
 CTYPES = {
@@ -91,12 +92,13 @@ template <typename T> inline T remainder_python(T a, T b) {
 """
 
 
-class CppOverrides:
-    """How each op of the IR reads in C++: one format string per op, methods for the rest."""
+class CppOverrides(OpOverrides):
+    """How each op of the IR reads in C++ (inductor's `CppOverrides`): the shared table's
+    entries, these, and methods for the rest."""
 
     FORMATS: typing.ClassVar[dict[str, str]] = {
-        "add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "truediv": "{0} / {1}",
-        "neg": "-{0}", "abs": "std::abs({0})", "reciprocal": "1 / {0}",
+        **OpOverrides.FORMATS,
+        "neg": "-{0}", "abs": "std::abs({0})",
         "sin": "std::sin({0})", "cos": "std::cos({0})", "tan": "std::tan({0})",
         "exp": "std::exp({0})", "expm1": "std::expm1({0})", "log": "std::log({0})",
         "log2": "std::log2({0})", "log1p": "std::log1p({0})", "sqrt": "std::sqrt({0})",
@@ -107,10 +109,9 @@ class CppOverrides:
         "round": "std::nearbyint({0})", "isnan": "std::isnan({0})",
         "maximum": "max_propagate_nan({0}, {1})", "minimum": "min_propagate_nan({0}, {1})",
         "remainder": "remainder_python({0}, {1})",
-        "eq": "{0} == {1}", "ne": "{0} != {1}", "lt": "{0} < {1}", "le": "{0} <= {1}",
-        "gt": "{0} > {1}", "ge": "{0} >= {1}", "logical_and": "{0} && {1}",
-        "logical_or": "{0} || {1}", "logical_xor": "{0} != {1}", "logical_not": "!{0}",
+        "logical_and": "{0} && {1}", "logical_or": "{0} || {1}", "logical_not": "!{0}",
         "where": "{0} ? {1} : {2}", "fma": "std::fma({0}, {1}, {2})",
+        "indirect_indexing": "{0} < 0 ? {0} + {1} : {0}",
     }  # fmt: skip
 
     @staticmethod
@@ -146,21 +147,6 @@ class CppOverrides:
             return f"static_cast<uint8_t>(static_cast<int64_t>({x}))"
         return f"static_cast<{cls.ctype(dtype)}>({x})"
 
-    @classmethod
-    def format(cls, op: str, *args) -> str:
-        return cls.FORMATS[op].format(*args)
-
-
-class Value(str):
-    """A C++ expression (usually a temporary's name) that knows its dtype, and as `key`
-    the IR's text of what it computes (`exp(sub(arg0[4096*x0 + r0], buf0[x0]))`)."""
-
-    def __new__(cls, text, dtype, key=None):
-        value = super().__new__(cls, text)
-        value.dtype = dtype
-        value.key = key
-        return value
-
 
 # reduction type -> (initial value, OpenMP reduction operator, update of `acc` by `v`)
 REDUCTIONS = {
@@ -173,141 +159,103 @@ REDUCTIONS = {
 }
 
 
-class CppKernel:
-    """Writes one `FusedKernel` as an `extern "C"` function; the ops handler while it runs."""
+class CppKernel(KernelWriter):
+    """Writes one `FusedKernel` as an `extern "C"` function: C++ `for` loops around the
+    shared writer's temporaries (`float tmp3 = std::sin(tmp1);`)."""
 
     overrides = CppOverrides
+    language, unsupported = "C++", AttributeError
     keys = Printer()  # makes each Value's `key`, the IR's text the scheduler compares
 
     def __init__(self, kernel: FusedKernel, dtypes: dict[str, torch.dtype]):
-        self.kernel = kernel
-        self.dtypes = dtypes  # buffer name -> dtype
-        self.args: dict[str, str] = {}  # buffer name -> "in" | "out", in order of first use
-        self.scopes: list[dict] = [{}]  # per C++ block: expression or buffer -> Value
-        self.lines: list[str] = []
-        self.count = 0
+        super().__init__(kernel, dtypes)
         self.stashed: dict[str, tuple[str, str]] = {}  # buffer -> (key, C++ load) it holds
         self.read_back: dict[str, str] = {}  # in the loop being written: key -> C++ load
 
     # ------------------------------------------------------------------ the ops handler
 
-    def emit(self, expr: str, dtype, key: str) -> Value:
-        expr = self.read_back.get(key, expr)  # a reduction loop left this value in a buffer
-        for scope in reversed(self.scopes):
-            if expr in scope:
-                return scope[expr]
-        name = Value(f"tmp{self.count}", dtype, key)
-        self.count += 1
-        self.lines.append(f"{self.overrides.ctype(dtype)} {name} = {expr};")
-        self.scopes[-1][expr] = name
-        return name
+    def declare(self, name: Value, expr: str) -> str:
+        return f"{self.overrides.ctype(name.dtype)} {name} = {expr};"
+
+    def facts(self, op: str, *args) -> dict:
+        keys = [a.key if isinstance(a, Value) else a for a in args]
+        return {"key": getattr(self.keys, op)(*keys)}
+
+    def emit(self, expr: str, dtype, **facts) -> Value:
+        expr = self.read_back.get(facts["key"], expr)  # a reduction loop left it in a buffer
+        return super().emit(expr, dtype, **facts)
 
     def load(self, name: str, index) -> Value:
-        key = self.keys.load(name, index)
-        for scope in reversed(self.scopes):
-            if ("local", name) in scope:
-                local = scope[("local", name)]
-                return Value(local, local.dtype, key)
-        self.args.setdefault(name, "in")
-        return self.emit(f"{name}[{index}]", self.dtypes[name], key)
+        # A value left in a register is known by the text of its load, as the scheduler's
+        # `expressions` know it: the key of what a loop reads, not of how it was computed.
+        value = super().load(name, index)
+        return Value(value, value.dtype, key=self.keys.load(name, index))
+
+    def read(self, name: str, index) -> Value:
+        return self.emit(f"{name}[{index}]", self.dtypes[name], **self.facts("load", name, index))
 
     def constant(self, value, dtype) -> Value:
-        return Value(self.overrides.constant(value, dtype), dtype, self.keys.constant(value, dtype))
-
-    def to_dtype(self, x: Value, dtype) -> Value:
-        if x.dtype == dtype:
-            return x
-        return self.emit(self.overrides.to_dtype(x, dtype), dtype, self.keys.to_dtype(x.key, dtype))
+        text = self.overrides.constant(value, dtype)
+        return Value(text, dtype, key=self.keys.constant(value, dtype))
 
     def index_expr(self, index, dtype) -> Value:
         """An index as a value (`cat` compares it with where each piece starts)."""
         key = self.keys.index_expr(index, dtype)
-        return self.emit(self.overrides.to_dtype(index, dtype), dtype, key)
-
-    def indirect_indexing(self, value: Value, size: int) -> Value:
-        """A loaded index as an index variable; a negative one counts from the end (`x[-1]`).
-        The values are in range: the wrapper checked them before (`gather.checked`)."""
-        key = self.keys.indirect_indexing(value.key, size)
-        return self.emit(f"{value} < 0 ? {value} + {size} : {value}", torch.int64, key)
+        return self.emit(self.overrides.to_dtype(index, dtype), dtype, key=key)
 
     def masked(self, mask: Value, body, other) -> Value:
         """`body()` where `mask` holds, else `other`: its loads run only inside the `if`."""
         with self.block() as lines:
             result = body()
         key = self.keys.masked(mask.key, lambda: result.key, other)
-        name = Value(f"tmp{self.count}", result.dtype, key)
-        self.count += 1
-        ctype = self.overrides.ctype(result.dtype)
-        self.lines.append(f"{ctype} {name} = {self.overrides.constant(other, result.dtype)};")
+        name = self.temporary(result.dtype, key=key)
+        self.lines.append(self.declare(name, self.overrides.constant(other, result.dtype)))
         self.lines += [f"if ({mask})", "{", *indent(lines), f"    {name} = {result};", "}"]
         return name
 
-    def __getattr__(self, op: str):
-        if op not in self.overrides.FORMATS:
-            raise AttributeError(op)
-
-        def write(*args):
-            key = getattr(self.keys, op)(*[a.key for a in args])
-            return self.emit(self.overrides.format(op, *args), result_dtype(op, args), key)
-
-        return write
-
     # ------------------------------------------------------------------ structure
 
-    @contextlib.contextmanager
-    def block(self):
-        """A C++ `{ ... }` block: temporaries made inside are visible only inside."""
-        outer_lines, self.lines = self.lines, []
-        self.scopes.append({})
-        try:
-            yield self.lines
-        finally:
-            self.scopes.pop()
-            self.lines = outer_lines
-
-    def define(self, node: SchedulerNode, value: Value, n_outer: int):
-        """Make `node`'s value visible to later loads, and store it unless it stays local."""
+    def define(self, node: SchedulerNode, value: Value):
+        """A value that is no temporary of the node's dtype gets one (`buf1_v`) first."""
         dtype = node.buffer.layout.dtype
         if value.dtype != dtype or not value.startswith("tmp"):
             local = Value(f"{node.name}_v", dtype)
-            self.lines.append(
-                f"{self.overrides.ctype(dtype)} {local} = {self.overrides.to_dtype(value, dtype)};"
-            )
+            self.lines.append(self.declare(local, self.overrides.to_dtype(value, dtype)))
             value = local
-        self.scopes[-1][("local", node.name)] = value
-        if node.name not in self.kernel.local:
-            self.args[node.name] = "out"
-            self.lines.append(f"{node.name}[{node.store_index(n_outer)}] = {value};")
+        super().define(node, value)
 
-    def pointwise_loop(self, nodes: list[SchedulerNode], n_outer: int, simd: bool):
-        inner = nodes[0].inner_ranges(n_outer)
+    def store(self, node: SchedulerNode, value: Value):
+        self.lines.append(f"{node.name}[{node.store_index(self.n)}] = {value};")
+
+    def pointwise_loop(self, nodes: list[SchedulerNode], simd: bool):
+        inner = nodes[0].inner_ranges(self.n)
         if not inner:  # no inner loop: results stay visible to the kernel's later loops
             for node in nodes:
-                self.define(node, node.call_inner_fn(self, n_outer), n_outer)
+                self.define(node, node.call_inner_fn(self, self.n))
             return
         self.read_back = dict(
             self.stashed.pop(node.name) for node in nodes if node.name in self.stashed
         )
         with self.block() as body:
             for node in nodes:
-                self.define(node, node.call_inner_fn(self, n_outer), n_outer)
+                self.define(node, node.call_inner_fn(self, self.n))
         self.read_back = {}
         body = without_unused_temporaries(body)
         self.lines += loop_nest("r", inner, body, "#pragma omp simd" if simd else "")
 
-    def stash(self, node: SchedulerNode, value: Value, body: list[str], n_outer: int):
+    def stash(self, node: SchedulerNode, value: Value, body: list[str]):
         """Store a reduction loop's value into the buffer the scheduler chose, to be read back."""
         target = next(n for n in self.kernel.nodes if n.name == self.kernel.stash[node.name])
-        store = f"{target.name}[{target.store_index(n_outer)}]"
+        store = f"{target.name}[{target.store_index(self.n)}]"
         self.args[target.name] = "out"
         body.append(f"{store} = {value};  // read back by {target.name}'s loop")
         self.stashed[target.name] = (value.key, store)
 
-    def reduction_loop(self, node: SchedulerNode, n_outer: int):
+    def reduction_loop(self, node: SchedulerNode):
         data = node.buffer.data
         acc = f"acc_{node.name}"
         if data.reduction_type in ("argmax", "argmin"):
-            return self.arg_reduction_loop(node, n_outer, acc)
+            return self.arg_reduction_loop(node, acc)
         t, init, update, track_nan = self.accumulator(node)
         omp_op = REDUCTIONS[data.reduction_type][1]
         self.lines.append(f"{t} {acc} = {init};")
@@ -316,15 +264,15 @@ class CppKernel:
             self.lines.append(f"int {acc}_nan = 0;")
             pragma += f" reduction(|:{acc}_nan)"
         with self.block() as body:
-            value = node.call_inner_fn(self, n_outer)
+            value = node.call_inner_fn(self, self.n)
             if node.name in self.kernel.stash:
-                self.stash(node, value, body, n_outer)
+                self.stash(node, value, body)
             body.append(update.format(acc=acc, v=value, t=t))
             if track_nan:
                 body.append(f"{acc}_nan |= ({value} != {value});")
         self.lines += loop_nest("r", data.reduction_ranges, body, pragma)
         result = f"{acc}_nan ? std::numeric_limits<{t}>::quiet_NaN() : {acc}" if track_nan else acc
-        self.define(node, Value(result, None), n_outer)
+        self.define(node, Value(result, None))
 
     def accumulator(self, node: SchedulerNode) -> tuple[str, str, str, bool]:
         """A reduction's accumulator: its C++ type, start value, update, and whether NaN is
@@ -345,7 +293,7 @@ class CppKernel:
         track_nan = floating and data.reduction_type in ("max", "min")
         return t, init.format(t=t), update, track_nan
 
-    def arg_reduction_loop(self, node: SchedulerNode, n_outer: int, acc: str):
+    def arg_reduction_loop(self, node: SchedulerNode, acc: str):
         """argmax/argmin: the first extreme wins, and the first NaN beats everything (as torch)."""
         data = node.buffer.data
         t = self.overrides.ctype(data.src_dtype)
@@ -362,17 +310,17 @@ class CppKernel:
             or "0"
         )
         with self.block() as body:
-            value = node.call_inner_fn(self, n_outer)
+            value = node.call_inner_fn(self, self.n)
             if node.name in self.kernel.stash:
-                self.stash(node, value, body, n_outer)
+                self.stash(node, value, body)
             body.append(
                 f"if (!({acc} != {acc}) && ({value} != {value} || {value} {better} {acc})) "
                 f"{{ {acc} = {value}; {acc}_index = {flat}; }}"
             )
         self.lines += loop_nest("r", data.reduction_ranges, body, "")
-        self.define(node, Value(f"{acc}_index", None), n_outer)
+        self.define(node, Value(f"{acc}_index", None))
 
-    def outer_reduction(self, n: int) -> SchedulerNode | None:
+    def outer_reduction(self) -> SchedulerNode | None:
         """The reduction to write with its last outer loop inside its reduction loops, or None.
 
         A reduction whose loads are contiguous along the last outer dim and not along the
@@ -382,7 +330,7 @@ class CppKernel:
         inside the reduction loops. Inductor's C++ backend vectorizes such "outer"
         reductions the same way (torch/_inductor/codegen/cpp.py, its `outer_loop_fusion`
         and tiling)."""
-        loops = self.kernel.loops()
+        loops, n = self.kernel.loops(), self.n
         reduction = loops[0][0]
         if n == 0 or not reduction.is_reduction or len(loops[0]) != 1:
             return None
@@ -400,17 +348,17 @@ class CppKernel:
             return None
         return reduction
 
-    def write_outer_reduction(self, node: SchedulerNode, n: int) -> list[str]:
+    def write_outer_reduction(self, node: SchedulerNode) -> list[str]:
         """The body of the outer loops but the last: accumulators, the reduction loops
         around a SIMD loop over the last outer dim, then a loop that stores each result."""
-        data, acc, last = node.buffer.data, f"acc_{node.name}", f"x{n - 1}"
+        data, acc, last = node.buffer.data, f"acc_{node.name}", f"x{self.n - 1}"
         t, init, update, track_nan = self.accumulator(node)
         size = self.kernel.outer[-1]
         lines = [f"{t} {acc}[{size}];"] + ([f"int {acc}_nan[{size}];"] if track_nan else [])
         starts = [f"{acc}[{last}] = {init};"] + ([f"{acc}_nan[{last}] = 0;"] if track_nan else [])
         lines += loop_nest_var(last, size, starts, "#pragma omp simd")
         with self.block() as body:
-            value = node.call_inner_fn(self, n)
+            value = node.call_inner_fn(self, self.n)
             body.append(update.format(acc=f"{acc}[{last}]", v=value, t=t))
             if track_nan:
                 body.append(f"{acc}_nan[{last}] |= ({value} != {value});")
@@ -421,26 +369,26 @@ class CppKernel:
             element = f"{acc}[{last}]"
             if track_nan:
                 element = f"{acc}_nan[{last}] ? std::numeric_limits<{t}>::quiet_NaN() : {element}"
-            self.define(node, Value(element, None), n)
+            self.define(node, Value(element, None))
             for loop in self.kernel.loops()[1:]:
-                self.pointwise_loop(loop, n, simd=True)
+                self.pointwise_loop(loop, simd=True)
         return lines + loop_nest_var(last, size, after, "#pragma omp simd")
 
     def generate(self) -> str:
-        kernel, n = self.kernel, len(self.kernel.outer)
+        kernel, n = self.kernel, self.n
         pointwise_only = all(
             not node.is_reduction and not node.inner_ranges(n) for node in kernel.nodes
         )
         outer = kernel.outer
-        if (interchanged := self.outer_reduction(n)) is not None:
-            body, outer = self.write_outer_reduction(interchanged, n), kernel.outer[:-1]
+        if (interchanged := self.outer_reduction()) is not None:
+            body, outer = self.write_outer_reduction(interchanged), kernel.outer[:-1]
         else:
             with self.block() as body:
                 for loop in kernel.loops():
                     if loop[0].is_reduction:
-                        self.reduction_loop(loop[0], n)
+                        self.reduction_loop(loop[0])
                     else:
-                        self.pointwise_loop(loop, n, simd=True)
+                        self.pointwise_loop(loop, simd=True)
         work = math.prod(kernel.outer) * max(
             math.prod(node.inner_ranges(n)) for node in kernel.nodes
         )

@@ -1,9 +1,10 @@
 """Triton code generation: the same IR as stage 5, a different table and kernel template.
 
 torch/_inductor/codegen/triton.py is the original. `TritonOverrides` is the op ->
-Triton table (stage 5's `CppOverrides`, for `tl.*`); `TritonKernel` is the handler
-that the IR's `inner_fn`s call while a kernel is written, like `CppKernel`: every op
-becomes one named temporary, identical expressions are emitted once.
+Triton table and `TritonKernel` the kernel writer, both built on stage 5's
+kernel_writer.py as `CppOverrides` and `CppKernel` are: every op becomes one named
+temporary, identical expressions are emitted once. Here are only the `tl.*` entries of
+the table, Triton's constants and casts, its masked loads, and its loop structure.
 
 What changes is the loop structure. C++ writes `for` loops; a Triton kernel is one
 *program* per block of the outer loop, and works on whole blocks of indices at once:
@@ -33,6 +34,7 @@ import torch
 
 from stage5_inductor_cpp.graph import EagerOnly
 from stage5_inductor_cpp.ir import Index, result_dtype
+from stage5_inductor_cpp.kernel_writer import KernelWriter, OpOverrides, Value
 from stage5_inductor_cpp.scheduler import FusedKernel, SchedulerNode
 
 from .indexing import index_text
@@ -69,13 +71,14 @@ FLOAT32_NORMAL = (2.0**-126, float(torch.finfo(torch.float32).max))
 NEGATIVE_ZERO_BITS = {torch.float32: (-(2**31), "tl.int32"), torch.float64: (-(2**63), "tl.int64")}
 
 
-class TritonOverrides:
-    """How each op of the IR reads in Triton (inductor's `TritonOverrides`)."""
+class TritonOverrides(OpOverrides):
+    """How each op of the IR reads in Triton (inductor's `TritonOverrides`): the shared
+    table's entries, these, and methods for the rest."""
 
     # `neg` multiplies by -1: Triton's `-x` is `0 - x`, which is 0.0 for 0.0 (torch: -0.0).
     FORMATS: ClassVar[dict[str, str]] = {
-        "add": "{0} + {1}", "sub": "{0} - {1}", "mul": "{0} * {1}", "truediv": "{0} / {1}",
-        "neg": "{0} * -1", "abs": "tl.abs({0})", "reciprocal": "1 / {0}",
+        **OpOverrides.FORMATS,
+        "neg": "{0} * -1", "abs": "tl.abs({0})",
         "sin": "tl.sin({0})", "cos": "tl.cos({0})", "tan": "libdevice.tan({0})",
         "exp": "tl.exp({0})", "expm1": "libdevice.expm1({0})", "log": "tl.log({0})",
         "log2": "tl.log2({0})", "log1p": "libdevice.log1p({0})", "sqrt": "libdevice.sqrt({0})",
@@ -86,10 +89,9 @@ class TritonOverrides:
         "trunc": "libdevice.trunc({0})", "round": "libdevice.nearbyint({0})",
         "isnan": "{0} != {0}", "maximum": "maximum({0}, {1})", "minimum": "minimum({0}, {1})",
         "remainder": "remainder({0}, {1})",
-        "eq": "{0} == {1}", "ne": "{0} != {1}", "lt": "{0} < {1}", "le": "{0} <= {1}",
-        "gt": "{0} > {1}", "ge": "{0} >= {1}", "logical_and": "{0} & {1}",
-        "logical_or": "{0} | {1}", "logical_xor": "{0} != {1}", "logical_not": "{0} == 0",
+        "logical_and": "{0} & {1}", "logical_or": "{0} | {1}", "logical_not": "{0} == 0",
         "where": "tl.where({0}, {1}, {2})", "fma": "libdevice.fma({0}, {1}, {2})",
+        "indirect_indexing": "tl.where({0} < 0, {0} + {1}, {0})",
     }  # fmt: skip
 
     @staticmethod
@@ -159,10 +161,15 @@ class TritonOverrides:
     @classmethod
     def format(cls, op: str, *args) -> str:
         if op in cls.FLOAT32_DIVISION and all(a.dtype == torch.float32 for a in args):
-            return cls.FLOAT32_DIVISION[op].format(*args)
-        if op == "neg" and not args[0].dtype.is_floating_point:
-            return f"-{args[0]}"  # `x * -1` is refused for unsigned x (no -0 in ints)
-        return cls.FORMATS[op].format(*args)
+            expr = cls.FLOAT32_DIVISION[op].format(*args)
+        elif op == "neg" and not args[0].dtype.is_floating_point:
+            expr = f"-{args[0]}"  # `x * -1` is refused for unsigned x (no -0 in ints)
+        else:
+            expr = super().format(op, *args)
+        dtype = result_dtype(op, args)
+        if dtype in NARROW_INTS and op != "indirect_indexing":  # an index is not cast back
+            return f"({expr}).to({cls.tl_dtype(dtype)})"
+        return expr
 
 
 def shortest_float32_text(value: float) -> str:
@@ -172,19 +179,6 @@ def shortest_float32_text(value: float) -> str:
         if torch.tensor(float(text), dtype=torch.float32).item() == value:
             return text
     return repr(value)
-
-
-class Value(str):
-    """A Triton expression (usually a temporary's name), its dtype, and its block shape.
-
-    `dims` says which block axes the value varies along: {"x"} is `[XBLOCK, 1]`, {"x", "r"}
-    is `[XBLOCK, RBLOCK]`, {} a scalar. A store needs a pointer at least that wide.
-    """
-
-    def __new__(cls, text, dtype, dims=frozenset(), literal=None):
-        value = super().__new__(cls, text)
-        value.dtype, value.dims, value.literal = dtype, frozenset(dims), literal
-        return value
 
 
 # reduction type -> (combine function for two partial results, start value, dtype it runs in)
@@ -220,22 +214,18 @@ class KernelShape:
     persistent: bool  # this variant keeps whole rows in registers
 
 
-class TritonKernel:
-    """Writes one `FusedKernel` as a `@triton.jit` function; the ops handler while it runs."""
+class TritonKernel(KernelWriter):
+    """Writes one `FusedKernel` as a `@triton.jit` function: one program per block of outer
+    elements around the shared writer's temporaries (`tmp3 = tl.sin(tmp1)`)."""
 
     overrides = TritonOverrides
+    language, unsupported = "Triton", TritonUnsupported
 
     def __init__(self, kernel: FusedKernel, dtypes: dict[str, torch.dtype], looped=False):
         """`looped=True` writes reduction loops even where a whole row would fit."""
-        self.kernel = kernel
+        super().__init__(kernel, dtypes)
         self.name = kernel.name + ("_looped" if looped else "")
-        self.dtypes = dtypes  # buffer name -> dtype
-        self.n = len(kernel.outer)
-        self.args: dict[str, str] = {}  # buffer name -> "in" | "out", in order of first use
-        self.scopes: list[dict] = [{}]  # per block of code: expression or buffer -> Value
-        self.lines: list[str] = []
         self.stored: set[str] = set()
-        self.count = 0
         self.max_address = 0
         # The inner ranges of the kernel's loops: every reduction's, and pointwise ones if any.
         inner = {
@@ -265,23 +255,19 @@ class TritonKernel:
 
     # ------------------------------------------------------------------ the ops handler
 
-    def emit(self, expr: str, dtype, dims) -> Value:
-        for scope in reversed(self.scopes):
-            if expr in scope:
-                return scope[expr]
-        name = Value(f"tmp{self.count}", dtype, dims)
-        self.count += 1
-        self.lines.append(f"{name} = {expr}")
-        self.scopes[-1][expr] = name
-        return name
+    def declare(self, name: Value, expr: str) -> str:
+        return f"{name} = {expr}"
 
-    def load(self, name: str, index: Index) -> Value:
-        for scope in reversed(self.scopes):
-            if ("local", name) in scope:
-                return scope[("local", name)]
+    def facts(self, op: str, *args) -> dict:
+        return {"dims": frozenset().union(*[a.dims for a in args if isinstance(a, Value)])}
+
+    def emit(self, expr: str, dtype, dims=frozenset()) -> Value:
+        """The shared `emit`, with the block axes the value varies along (see `Value`)."""
+        return super().emit(expr, dtype, dims=dims)
+
+    def read(self, name: str, index: Index) -> Value:
         if name not in self.dtypes:
             raise TritonUnsupported(f"load of unknown buffer {name}")
-        self.args.setdefault(name, "in")
         text, dims = self.address(index)
         pointer = f"{name} + ({text})"
         masks = frozenset().union(*[m.dims for m in self.load_masks])
@@ -309,13 +295,12 @@ class TritonKernel:
         return Value(text, dtype, literal=value)
 
     def to_dtype(self, x: Value, dtype) -> Value:
+        """A constant is converted here, to a constant of `dtype`."""
         if x.dtype == dtype:
             return x
         if x.literal is not None and math.isfinite(x.literal):
             return self.constant(torch.tensor(x.literal, dtype=x.dtype).to(dtype).item(), dtype)
-        if x.literal is not None:
-            x = self.as_tensor(x)
-        return self.emit(self.overrides.to_dtype(x, dtype), dtype, x.dims)
+        return super().to_dtype(self.as_tensor(x), dtype)
 
     def index_expr(self, index: Index, dtype) -> Value:
         text, dims = self.address(index)
@@ -324,10 +309,8 @@ class TritonKernel:
         return self.emit(f"({text}).to({self.overrides.tl_dtype(dtype)})", dtype, dims)
 
     def indirect_indexing(self, value: Value, size: int) -> Value:
-        """A loaded index as an index variable; a negative one counts from the end."""
-        value = self.as_tensor(value)
-        wrapped = f"tl.where({value} < 0, {value} + {size}, {value})"
-        name = self.emit(wrapped, value.dtype, value.dims)
+        """The shared one, remembering `size` for the addresses it takes part in."""
+        name = super().indirect_indexing(self.as_tensor(value), size)
         self.indirect_sizes[name] = size
         return name
 
@@ -354,22 +337,10 @@ class TritonKernel:
         self.max_address = max(self.max_address, reach + abs(index.offset))
         return index_text(index, self.kernel.outer, self.rsizes)
 
-    def __getattr__(self, op: str):
-        if op.startswith("__"):  # copy, pickle and friends probe for these
-            raise AttributeError(op)
-        if op not in self.overrides.FORMATS:
-            raise TritonUnsupported(f"no Triton translation of ops.{op}")
-
-        def write(*args):
-            if "libdevice." in self.overrides.FORMATS[op] or op in self.overrides.FLOAT32_DIVISION:
-                args = [self.as_tensor(a) for a in args]  # they take no Python numbers
-            dims = frozenset().union(*[a.dims for a in args])
-            dtype, expr = result_dtype(op, args), self.overrides.format(op, *args)
-            if dtype in NARROW_INTS:
-                expr = f"({expr}).to({self.overrides.tl_dtype(dtype)})"
-            return self.emit(expr, dtype, dims)
-
-        return write
+    def write(self, op: str, *args) -> Value:
+        if "libdevice." in self.overrides.FORMATS[op] or op in self.overrides.FLOAT32_DIVISION:
+            args = [self.as_tensor(a) for a in args]  # they take no Python numbers
+        return super().write(op, *args)
 
     def as_tensor(self, value: Value) -> Value:
         """A Python number as a block (the interpreter mishandles 0-d tensors next to blocks)."""
@@ -383,12 +354,10 @@ class TritonKernel:
     # ------------------------------------------------------------------ structure
 
     def define(self, node: SchedulerNode, value: Value):
-        """Make `node`'s value visible to later loads, and store it unless it stays local."""
-        value = self.to_dtype(value, node.buffer.layout.dtype)
-        self.scopes[-1][("local", node.name)] = value
-        if node.name in self.kernel.local:
-            return
-        self.args[node.name] = "out"
+        """The value, converted to the node's dtype first."""
+        super().define(node, self.to_dtype(value, node.buffer.layout.dtype))
+
+    def store(self, node: SchedulerNode, value: Value):
         self.stored.add(node.name)
         text, dims = self.address(node.store_index(self.n))
         pointer = f"{node.name} + ({text})"
@@ -469,17 +438,10 @@ class TritonKernel:
         """`for roffset in range(...)`: its body is indented, its temporaries are its own."""
         rnumel = math.prod(self.rsizes)
         self.lines.append(f"for roffset in range(0, {rnumel}, RBLOCK):")
-        outer_lines, self.lines = (
-            self.lines,
-            ["rindex = roffset + rbase", f"rmask = rindex < {rnumel}"],
-        )
-        self.scopes.append({})
-        try:
+        with self.block() as body:
+            body += ["rindex = roffset + rbase", f"rmask = rindex < {rnumel}"]
             yield
-        finally:
-            self.scopes.pop()
-            body, self.lines = self.lines, outer_lines
-            self.lines += ["    " + line for line in body]
+        self.lines += ["    " + line for line in body]
 
     def write_loop(self, loop: list[SchedulerNode]):
         self.rsizes = tuple(loop[0].inner_ranges(self.n))

@@ -6,9 +6,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from stage5_inductor_cpp.codegen_cpp import CppKernel, CppOverrides
 from stage5_inductor_cpp.ir import Index
+from stage5_inductor_cpp.kernel_writer import OpOverrides
+from stage5_inductor_cpp.scheduler import FusedKernel
 from stage6_inductor_triton import TritonUnsupported
-from stage6_inductor_triton.codegen_triton import TritonOverrides
+from stage6_inductor_triton.codegen_triton import TritonKernel, TritonOverrides
 from stage6_inductor_triton.indexing import index_text
 from stage6_inductor_triton.prelude import PRELUDE
 from stage6_inductor_triton.runtime import INTERPRETER_LIBDEVICE
@@ -96,13 +99,23 @@ def test_float64_constants_are_exact():
     check_traced(lambda a: a * 0.1 + 1e-300, torch.randn(10, dtype=torch.float64), rtol=0, atol=0)
 
 
-def test_unknown_op_is_named():
-    from stage5_inductor_cpp.scheduler import FusedKernel
-    from stage6_inductor_triton.codegen_triton import TritonKernel
-
-    kernel = TritonKernel(FusedKernel((4,), []), {})
-    with pytest.raises(TritonUnsupported, match=r"ops\.bessel"):
+@pytest.mark.parametrize(
+    ("writer", "error"), [(CppKernel, AttributeError), (TritonKernel, TritonUnsupported)]
+)
+def test_unknown_op_is_named(writer, error):
+    kernel = writer(FusedKernel((4,), []), {})
+    with pytest.raises(error, match=r"no (C\+\+|Triton) translation of ops\.bessel"):
         kernel.bessel()
+
+
+def test_an_entry_that_reads_alike_in_both_languages_is_in_the_shared_table_once():
+    # Stage 5's kernel_writer.py holds the table both writers start from; each backend's
+    # overrides add only what its language writes its own way.
+    for op, text in OpOverrides.FORMATS.items():
+        assert CppOverrides.FORMATS[op] == TritonOverrides.FORMATS[op] == text
+    cpp, triton = CppOverrides.FORMATS, TritonOverrides.FORMATS
+    alike = {op for op in cpp.keys() & triton.keys() if cpp[op] == triton[op]}
+    assert alike == OpOverrides.FORMATS.keys()
 
 
 def test_layer_norm_reads_its_input_once():
