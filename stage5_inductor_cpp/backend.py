@@ -33,9 +33,11 @@ from .codegen_cpp import PRELUDE, CppKernel
 from .graph import EagerOnly, GraphLowering
 from .ir import ExternKernel
 from .scheduler import FusedKernel, Scheduler
+from .sizes import SymbolicUnsupported, symbols_of
 from .wrapper import WrapperCode
 
 log = get_logger("kernels")
+recompile_log = get_logger("recompiles")
 
 
 @dataclasses.dataclass
@@ -51,6 +53,7 @@ class CompiledCode:
     extern_names: tuple[str, ...] = ()  # the ops that call torch (`matmul`, `cumsum`)
     torch_reason: str | None = None  # why the graph runs in torch instead, if it does
     written_inputs: tuple[int, ...] = ()  # the inputs the kernels write into (in place)
+    fits: object = None  # symbolic code (sizes.py): `fits(args)`, whether a call can run it
 
     @property
     def code(self) -> str:
@@ -88,14 +91,43 @@ class CompiledGraph:
         self.torch_reasons: list[str] = []  # why calls ran in torch, not in our kernels
         self.training: AotGraph | None = None  # the forward and backward graphs (autograd)
         self.parts: list[CompiledGraph] = []  # their compiled graphs
-        # A graph with symbolic sizes (issue 13) gets SymInts for them here, not sizes: its
-        # kernels are compiled at each call for the call's sizes, as any new shape is.
+        self.symbolic: CompiledCode | None = None  # the code for every value of the symbols
+        self.per_size_reason: str | None = None  # why a graph with symbols has none
         # A training graph's kernels are those of its two graphs, compiled at its first call.
         example_inputs = list(example_inputs)
-        if not any(isinstance(a, torch.SymInt) for a in example_inputs) and not needs_autograd(
-            example_inputs
-        ):
+        if needs_autograd(example_inputs):
+            return
+        if any(isinstance(a, torch.SymInt) for a in example_inputs):
+            self.compile_symbolic(gm, example_inputs)
+        else:
             self.specialize(example_inputs)
+
+    def compile_symbolic(self, gm: torch.fx.GraphModule, example_inputs):
+        """A graph with symbolic sizes (issue 13): its kernels take the symbols as arguments.
+
+        It is compiled now, while the frontend builds the frame's guards: a decision the
+        lowering takes on a symbol's value is a guard of the ShapeEnv, and so of the frame
+        (sizes.py). Where the kernels cannot take the symbols, each call's sizes get their
+        own specialisation, as a static graph's new shapes do; the reason is logged."""
+        placeholders = gm.graph.find_nodes(op="placeholder")
+        args = [  # the tensors as the frontend traced them: FakeTensors with symbolic sizes
+            node.meta.get("example_value", arg) if isinstance(arg, torch.Tensor) else arg
+            for node, arg in zip(placeholders, example_inputs, strict=True)
+        ]
+        shape_env = next(a.node.shape_env for a in args if isinstance(a, torch.SymInt))
+        try:
+            with symbols_of(shape_env):
+                code = self.compile_graph(gm, args)
+            if code.torch_reason:
+                raise SymbolicUnsupported(code.torch_reason)
+        except Exception as error:  # any: the per-size code is still correct
+            # SymbolicUnsupported: a kernel cannot take these sizes (sizes.py); TypeError:
+            # sympy cannot decide a comparison a lowering wrote for ints; the rest, a lowering
+            # that reads sizes as ints. Each size then compiles as a static graph does.
+            self.per_size_reason = f"one specialisation per size: {type(error).__name__}: {error}"
+            recompile_log.info("%s", self.per_size_reason)
+            return
+        self.symbolic = code
 
     def ran_in_torch(self, reason: str):
         """Say why the graph runs in torch: once per reason, in the log and `torch_reasons`."""
@@ -146,9 +178,12 @@ class CompiledGraph:
         if known is None and key is None:
             self.ran_in_torch("an argument is neither a tensor nor a Python number")
             return None
+        if known is None and self.symbolic is not None and self.symbolic.fits(args):
+            known = self.symbolic  # one code for all sizes: remembered for these by `key`
         if known is None:
-            known = self.specializations[key] = self.compile_graph(self.gm, args)
+            known = self.compile_graph(self.gm, args)
         if key is not None:
+            self.specializations.setdefault(key, known)
             self.same_arguments = SameArguments(args, known)
         self.last = known
         if self.last.torch_reason:
@@ -227,20 +262,25 @@ def warn_once(message: str):
     log.warning(message)
 
 
-def write_cpp(kernels: list[FusedKernel], dtypes) -> tuple[str, dict[str, list[str]]]:
-    """The C++ code writer: one source for all kernels, and each kernel's buffer arguments."""
+def write_cpp(kernels: list[FusedKernel], dtypes) -> tuple[str, dict[str, dict[str, str]]]:
+    """The C++ code writer: one source for all kernels, and each kernel's arguments (name ->
+    "in", "out" or "size")."""
     writers = [CppKernel(k, dtypes) for k in kernels]
     source = "\n\n".join([PRELUDE, *[w.generate() for w in writers]]) + "\n"
-    return source, {k.name: list(w.args) for k, w in zip(kernels, writers, strict=True)}
+    return source, {k.name: dict(w.args) for k, w in zip(kernels, writers, strict=True)}
 
 
-def load_cpp(source: str, params: dict[str, list[str]]):
+def load_cpp(source: str, params: dict[str, dict[str, str]]):
     """The loader: compile `source` (or find it in the disk cache); its kernels, by name."""
     library, path = cache.load(source)
     kernels = {}
     for name, names in params.items():
         kernels[name] = getattr(library, name)
-        kernels[name].argtypes, kernels[name].restype = [ctypes.c_void_p] * len(names), None
+        # a buffer's address, or a symbol's value (`"size"`, sizes.py)
+        argtypes = [
+            ctypes.c_int64 if mode == "size" else ctypes.c_void_p for mode in names.values()
+        ]
+        kernels[name].argtypes, kernels[name].restype = argtypes, None
     return kernels, path
 
 
@@ -290,11 +330,13 @@ def compile_graph(
             warn_once(str(error))
             return runs_in_torch(gm, error)
         code.namespace.update(loaded)
+    if code.symbols:  # symbolic code: which calls it fits (sizes.py)
+        wrapper_source += "\n\n" + code.fits()
     exec(compile(wrapper_source, f"<minidynamo wrapper {id(graph)}>", "exec"), code.namespace)
     externs = tuple(b.op_name for b in graph.buffers if isinstance(b, ExternKernel))
     compiled = CompiledCode(
         source, wrapper_source, [k.name for k in kernels], code.namespace["call"], path, prelude,
-        externs, written_inputs=tuple(graph.written_inputs),
+        externs, written_inputs=tuple(graph.written_inputs), fits=code.namespace.get("fits"),
     )  # fmt: skip
     log.info("output code:\n%s", compiled.code)
     return compiled

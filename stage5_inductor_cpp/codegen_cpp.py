@@ -18,6 +18,7 @@ import torch
 from .ir import Printer
 from .kernel_writer import KernelWriter, OpOverrides, Value
 from .scheduler import FusedKernel, SchedulerNode
+from .sizes import hint, is_symbolic, text
 
 CTYPES = {
     torch.float32: "float",
@@ -339,8 +340,8 @@ class CppKernel(KernelWriter):
         data = reduction.buffer.data
         if data.reduction_type not in REDUCTIONS or reduction.name in self.kernel.stash:
             return None
-        if self.kernel.outer[-1] > OUTER_REDUCTION_LIMIT:
-            return None
+        if is_symbolic(self.kernel.outer[-1]) or self.kernel.outer[-1] > OUTER_REDUCTION_LIMIT:
+            return None  # its accumulators are an array of that size, on the stack
         last, rs = f"x{n - 1}", [f"r{i}" for i in range(len(data.reduction_ranges))]
         loads = [index for _, index in reduction.loads(n)]
         contiguous = all(index.coefficient(last) == 1 for index in loads)
@@ -389,15 +390,19 @@ class CppKernel(KernelWriter):
                         self.reduction_loop(loop[0])
                     else:
                         self.pointwise_loop(loop, simd=True)
-        work = math.prod(kernel.outer) * max(
-            math.prod(node.inner_ranges(n)) for node in kernel.nodes
+        # Symbolic sizes (sizes.py) count with this call's values: a heuristic, not a guard.
+        work = hint(math.prod(kernel.outer)) * max(
+            hint(math.prod(node.inner_ranges(n))) for node in kernel.nodes
         )
-        parallel = work >= PARALLEL_THRESHOLD and math.prod(outer) > 1
+        parallel = work >= PARALLEL_THRESHOLD and hint(math.prod(outer)) > 1
         lines = outer_loops(outer, body, parallel, simd_last=pointwise_only)
         params = []
         for name, mode in self.args.items():
             const = "const " if mode == "in" else ""
             params.append(f"{const}{self.overrides.ctype(self.dtypes[name])}* __restrict__ {name}")
+        for name in self.size_args():
+            self.args[name] = "size"
+            params.append(f"const int64_t {name}")
         signature = f'extern "C" void {kernel.name}({", ".join(params)})'
         return "\n".join([signature, "{", *indent(lines), "}"])
 
@@ -431,7 +436,7 @@ def loop_nest(prefix: str, ranges, body: list[str], innermost_pragma: str) -> li
     lines = ["{", *indent(body), "}"]
     for d in reversed(range(len(ranges))):
         var = f"{prefix}{d}"
-        header = [f"for (int64_t {var} = 0; {var} < {ranges[d]}; {var}++)"]
+        header = [f"for (int64_t {var} = 0; {var} < {text(ranges[d])}; {var}++)"]
         if d == len(ranges) - 1 and innermost_pragma:
             header.insert(0, innermost_pragma)
         lines = header + lines
@@ -452,7 +457,7 @@ def outer_loops(outer, body: list[str], parallel: bool, simd_last: bool) -> list
     simd_dims = 1 if simd_last else 0
     for d in reversed(range(n)):
         var = f"x{d}"
-        lines = [f"for (int64_t {var} = 0; {var} < {outer[d]}; {var}++)", *lines]
+        lines = [f"for (int64_t {var} = 0; {var} < {text(outer[d])}; {var}++)", *lines]
         if simd_last and d == n - 1:
             if parallel and n == 1:
                 lines.insert(0, "#pragma omp parallel for simd")

@@ -16,6 +16,7 @@ from .lowering import (
     _dim,
     _dims,
     _numel,
+    as_float,
     is_tensor,
     loader_for,
     make_pointwise,
@@ -26,6 +27,7 @@ from .lowering import (
     reshape_to,
     upcast,
 )
+from .sizes import maximum
 
 
 @register("sigmoid")
@@ -129,7 +131,7 @@ def mean(graph, out, x, dim=None, keepdim=False, *, dtype=None):
     count = _numel([x.ranges[d] for d in dims])
     acc = upcast(out.dtype)  # a float16 sum may overflow where the mean does not
     total = make_reduction(graph, x, dims, keepdim, "sum", acc, acc)
-    return make_pointwise(ops.truediv, total, float(count), dtype=out.dtype)
+    return make_pointwise(ops.truediv, total, as_float(count), dtype=out.dtype)
 
 
 def _variance(graph, x, dims, correction, keepdim, dtype):
@@ -147,13 +149,15 @@ def _variance(graph, x, dims, correction, keepdim, dtype):
     mu = make_pointwise(
         ops.truediv,
         make_reduction(graph, x, dims, True, "sum", dtype, dtype),
-        float(count),
+        as_float(count),
         dtype=dtype,
     )
     deviation = make_pointwise(ops.sub, x, mu, dtype=dtype)
     squares = make_pointwise(lambda d: ops.mul(d, d), deviation, dtype=dtype)
     total = make_reduction(graph, squares, dims, keepdim, "sum", dtype, dtype)
-    variance = make_pointwise(ops.truediv, total, float(max(count - correction, 0)), dtype=dtype)
+    variance = make_pointwise(
+        ops.truediv, total, as_float(maximum(count - correction, 0)), dtype=dtype
+    )
     return variance, (mu if keepdim else reshape_to(graph, mu, variance.ranges))
 
 
@@ -326,7 +330,7 @@ def logsumexp(graph, out, x, dim, keepdim=False):
 def _normalized(graph, x, dims, eps, acc):
     """`(x - mean) / sqrt(var + eps)` over `dims`, in the dtype `acc`: the two passes of
     `_variance`, with the biased variance, as every norm uses."""
-    count = float(_numel([x.ranges[d] for d in dims]))
+    count = as_float(_numel([x.ranges[d] for d in dims]))
     total = make_reduction(graph, x, dims, True, "sum", acc, acc)
     mean = make_pointwise(ops.truediv, total, count, dtype=acc)
     deviation = make_pointwise(ops.sub, x, mean, dtype=acc)
@@ -449,7 +453,7 @@ def rms_norm(graph, out, x, normalized_shape, weight=None, eps=None):
     dims = list(range(len(x.ranges) - len(shape), len(x.ranges)))
     squares = make_pointwise(lambda v: ops.mul(v, v), x, dtype=acc)
     total = make_reduction(graph, squares, dims, True, "sum", acc, acc)
-    mean = make_pointwise(ops.truediv, total, float(_numel(shape)), dtype=acc)
+    mean = make_pointwise(ops.truediv, total, as_float(_numel(shape)), dtype=acc)
     scale = make_pointwise(lambda m: ops.rsqrt(ops.add(m, ops.constant(eps, acc))), mean, dtype=acc)
     return _affine(make_pointwise(ops.mul, x, scale, dtype=acc), weight, None, out.dtype)
 

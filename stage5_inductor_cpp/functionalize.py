@@ -243,7 +243,7 @@ class Functionalization:
             raise EagerOnly(
                 f"{node.name} writes into memory that {other.name} sees as {tensor.dtype}"
             )
-        return Layout(tuple(tensor.shape), tuple(tensor.stride()), tensor.dtype, offset)
+        return Layout.of(tensor, offset)
 
     def check_safe(self, node, target, tensor):
         """Raise `EagerOnly` where computing `node` out of place could give another answer."""

@@ -9,6 +9,7 @@ the inputs; shapes come from the lowerings. An extern's layout comes from runnin
 on meta tensors with our layouts. Outputs land with eager's strides (layouts.py).
 """
 
+import contextlib
 import dataclasses
 import operator
 import warnings
@@ -16,6 +17,7 @@ import warnings
 import torch
 import torch.fx
 import torch.utils._pytree as pytree
+from torch._subclasses.fake_tensor import FakeTensor
 
 from stage1_eval_frame.logs import get_logger
 from stage3_guards import config
@@ -54,6 +56,7 @@ from .lowering import (
     make_pointwise,
 )
 from .meta_run import MetaRun, attribute, run_on_meta, storage_id, tensors_in
+from .sizes import as_size, as_sizes, as_symint, as_symints, hint, is_symbolic
 
 log = get_logger("kernels")
 
@@ -83,8 +86,8 @@ class LoweringError(Exception):
 
 def _to_meta(value):
     if isinstance(value, BufferView):
-        layout = value.layout
-        return torch.empty_strided(layout.size, layout.stride, dtype=layout.dtype, device="meta")
+        size, stride = as_symints(value.layout.size), as_symints(value.layout.stride)
+        return torch.empty_strided(size, stride, dtype=value.layout.dtype, device="meta")
     if isinstance(value, ExternValue):
         return value.meta
     return value
@@ -94,7 +97,17 @@ def _stand_in(value):
     """A one-element tensor with `value`'s dtype and rank: enough for torch to pick the dtype."""
     if is_tensor(value):
         return torch.ones((1,) * len(value.ranges), dtype=value.dtype)
-    return value
+    return hint(value) if is_symbolic(value) else value
+
+
+def call_now(target, args, kwargs):
+    """Run a call without IR arguments now: shape arithmetic, a factory. Symbolic sizes
+    (sizes.py) go in as torch's SymInts, and come out as expressions."""
+    leaves = pytree.tree_leaves((args, kwargs))
+    if not any(map(is_symbolic, leaves)):
+        return target(*args, **kwargs)
+    args, kwargs = pytree.tree_map(as_symint, (args, kwargs))
+    return pytree.tree_map(as_size, target(*args, **kwargs))
 
 
 def _is_ir(value) -> bool:
@@ -169,6 +182,13 @@ class GraphLowering:
         return self.realize(value)
 
     def run(self) -> "GraphLowering":
+        # Symbolic sizes (sizes.py): the inputs are FakeTensors, and torch's answers about
+        # them (meta functions, stand-ins) come from their FakeTensorMode, as in inductor.
+        fakes = [a for a in self.example_inputs if isinstance(a, FakeTensor)]
+        with fakes[0].fake_mode if fakes else contextlib.nullcontext():
+            return self.lower()
+
+    def lower(self) -> "GraphLowering":
         self.meta = run_on_meta(self.gm, self.example_inputs)
         self.channels_last = layouts.prefers_channels_last(self.gm, self.device)
         resolve = lambda node: self.resolve(node.op, node.target)  # noqa: E731
@@ -213,7 +233,7 @@ class GraphLowering:
             if owner is None or self.input_views[owner].buffer.name not in written:
                 continue
             offset = result.storage_offset() - self.meta.values[owner].storage_offset()
-            layout = Layout(tuple(result.shape), tuple(result.stride()), result.dtype, offset)
+            layout = Layout.of(result, offset)
             env[arg] = BufferView(self.input_views[owner].buffer, layout)
 
     def write_back(self, written):
@@ -235,10 +255,23 @@ class GraphLowering:
     def input(self, value):
         if not isinstance(value, torch.Tensor):
             self.inputs.append(None)  # its value is part of the specialisation key
-            return value
-        layout = Layout(tuple(value.shape), tuple(value.stride()), value.dtype)
+            return as_size(value)  # a symbol's expression for a SymInt (sizes.py)
+        layout = Layout.of(value)
         self.inputs.append(InputBuffer(f"arg{len(self.inputs)}", layout))
         return BufferView(self.inputs[-1], layout)
+
+    def symbols(self) -> dict[str, str]:
+        """Where the wrapper reads each symbol (sizes.py): from an int argument (`_scalar0`),
+        else from a size of a tensor argument (`arg1.size(0)`)."""
+        found = {}
+        for i, (buffer, example) in enumerate(zip(self.inputs, self.example_inputs, strict=True)):
+            if buffer is None and is_symbolic(size := as_size(example)) and size.is_Symbol:
+                found.setdefault(size.name, f"_scalar{i}")
+        for buffer in filter(None, self.inputs):
+            for d, size in enumerate(buffer.layout.size):
+                if is_symbolic(size) and size.is_Symbol:
+                    found.setdefault(size.name, f"{buffer.name}.size({d})")
+        return found
 
     def constant(self, value):
         if not isinstance(value, torch.Tensor):
@@ -246,7 +279,7 @@ class GraphLowering:
         name = f"const{len(self.constants)}"
         self.check_device(value, f"the constant {name}")
         self.constants[name] = value
-        layout = Layout(tuple(value.shape), tuple(value.stride()), value.dtype)
+        layout = Layout.of(value)
         return BufferView(InputBuffer(name, layout), layout)
 
     def output(self, value):
@@ -332,11 +365,12 @@ class GraphLowering:
         if target in (operator.getitem, getattr) and isinstance(args[0], tuple):
             return target(*args)  # an item of a lowering's tuple (`x.max(-1).values`): no code
         args, kwargs = without_inplace(target, args, kwargs)
+        made = None  # a factory's result, made now: its value, size and dtype
         if op != "call_module" and not any(map(_is_ir, pytree.tree_leaves((args, kwargs)))):
-            result = target(*args, **kwargs)  # shape arithmetic (`x.size(0) * 2`): known now
-            if not _has_tensor(result):
-                return result
-            self.check_device(result, node.name)  # a factory: `torch.ones(3, device="cuda")`
+            made = call_now(target, args, kwargs)  # shape arithmetic (`x.size(0) * 2`)
+            if not _has_tensor(made):
+                return made
+            self.check_device(made, node.name)  # a factory: `torch.ones(3, device="cuda")`
         lowering = LOWERINGS.get(key) if op != "call_module" else None
         self.current_target = key if isinstance(key, str) else getattr(key, "__name__", "")
         device = named_device(self.current_target, args, kwargs)
@@ -347,7 +381,7 @@ class GraphLowering:
         try:
             if lowering is None:
                 raise Fallback("no lowering")
-            out = self.result_dtype(lowering, target, args, kwargs)
+            out = made if made is not None else self.result_dtype(lowering, target, args, kwargs)
             value = lowering(self, out, *args, **kwargs)
             if is_tensor(value) and value.dtype != out.dtype:
                 raise Fallback(f"lowering gave {value.dtype}, torch gives {out.dtype}")
@@ -459,7 +493,7 @@ class GraphLowering:
                 stride = layouts.channels_last_strides(out.shape)
             elif target in STRIDES_FROM_A_CALL:
                 stride = self.strides_from_a_call(target, meta_args, meta_kwargs)
-            layout = Layout(tuple(out.shape), stride, out.dtype)
+            layout = Layout(as_sizes(out.shape), as_sizes(stride), out.dtype)
             arguments = pytree.tree_leaves((meta_args, meta_kwargs))
             shared = {storage_id(a) for a in arguments if isinstance(a, torch.Tensor)}
             buffer = ExternKernel(

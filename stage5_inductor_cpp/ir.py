@@ -28,12 +28,16 @@ from collections.abc import Callable
 
 import torch
 
+from .sizes import as_sizes, free_symbols, is_symbolic, text
+
 # ----------------------------------------------------------------------------- index math
 
 
 @dataclasses.dataclass(frozen=True)
 class Index:
-    """`sum(coef * var) + offset`, with `terms` sorted by variable name."""
+    """`sum(coef * var) + offset`, with `terms` sorted by variable name.
+
+    Coefficients and offset are ints, or sympy expressions of symbolic sizes (sizes.py)."""
 
     terms: tuple[tuple[str, int], ...] = ()
     offset: int = 0
@@ -44,10 +48,10 @@ class Index:
 
     @staticmethod
     def const(value: int) -> "Index":
-        return Index((), int(value))
+        return Index((), value if is_symbolic(value) else int(value))
 
     def __add__(self, other: "Index | int") -> "Index":
-        if isinstance(other, int):
+        if not isinstance(other, Index):
             return Index(self.terms, self.offset + other)
         coefs = dict(self.terms)
         for name, coef in other.terms:
@@ -66,20 +70,30 @@ class Index:
     def variables(self) -> set[str]:
         return {name for name, _ in self.terms}
 
+    def symbols(self) -> set[str]:
+        """The size symbols in the coefficients and offset (sizes.py)."""
+        return free_symbols(self.offset, *[coef for _, coef in self.terms])
+
     def __str__(self) -> str:
         # outer variables (x) first, then inner ones (r): `4096*x0 + r0`
         terms = sorted(self.terms, key=lambda t: (not t[0].startswith("x"), t[0]))
-        parts = [name if coef == 1 else f"{coef}*{name}" for name, coef in terms]
-        if self.offset or not parts:
-            parts.append(str(self.offset))
+        parts = [name if coef == 1 else f"{_factor(coef)}*{name}" for name, coef in terms]
+        if self.offset != 0 or not parts:
+            parts.append(text(self.offset))
         return " + ".join(parts).replace("+ -", "- ")
+
+
+def _factor(coef) -> str:
+    """A coefficient before `*`: `4096`, `s17`, `(s17 + 1)`."""
+    written = text(coef)
+    return f"({written})" if " " in written else written
 
 
 def contiguous_strides(size) -> tuple[int, ...]:
     strides, running = [], 1
     for s in reversed(tuple(size)):
         strides.append(running)
-        running *= max(s, 1)
+        running *= s if is_symbolic(s) else max(s, 1)  # a symbol is never 0 (torch's rule)
     return tuple(reversed(strides))
 
 
@@ -91,6 +105,11 @@ class Layout:
     stride: tuple[int, ...]
     dtype: torch.dtype
     offset: int = 0
+
+    @staticmethod
+    def of(tensor: torch.Tensor, offset=0) -> "Layout":
+        """A tensor's layout (a FakeTensor's sizes may be symbols: sizes.py)."""
+        return Layout(as_sizes(tensor.shape), as_sizes(tensor.stride()), tensor.dtype, offset)
 
     def index(self, idx) -> Index:
         total = Index.const(self.offset)
@@ -128,7 +147,17 @@ class _OpsProxy(threading.local):
 
     def __getattr__(self, name):
         # Resolved at call time, so `ops.sin` can be stored in a lowering before any handler.
+        if name == "constant":
+            return _constant
         return lambda *args: getattr(ops.handler, name)(*args)
+
+
+def _constant(value, dtype):
+    """`ops.constant`: a size that is a symbol (sizes.py) is no literal; the kernel computes
+    it from its argument, as an index (`cat` compares positions with `s77`)."""
+    if is_symbolic(value):
+        return ops.handler.index_expr(Index.const(value), dtype)
+    return ops.handler.constant(value, dtype)
 
 
 ops = _OpsProxy()
@@ -152,6 +181,32 @@ class ReadsCollector:
     def load(self, name, index):
         self.loads.append((name, index))
         return name
+
+    def masked(self, mask, body, other):
+        return body()
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: name
+
+
+class SymbolsCollector:
+    """A handler that records the size symbols (sizes.py) of every index a function loads
+    at or computes with: a kernel takes them as arguments."""
+
+    def __init__(self):
+        self.names: set[str] = set()
+
+    def load(self, name, index):
+        self.names |= index.symbols()
+        return name
+
+    def index_expr(self, index, dtype):
+        self.names |= index.symbols()
+        return "index"
+
+    def indirect_indexing(self, value, size):
+        self.names |= free_symbols(size)
+        return "indirect"
 
     def masked(self, mask, body, other):
         return body()

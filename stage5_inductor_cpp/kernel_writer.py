@@ -19,8 +19,9 @@ import typing
 
 import torch
 
-from .ir import result_dtype
+from .ir import SymbolsCollector, result_dtype
 from .scheduler import FusedKernel, SchedulerNode
+from .sizes import free_symbols
 
 
 class OpOverrides:
@@ -158,6 +159,17 @@ class KernelWriter:
         finally:
             self.scopes.pop()
             self.lines = outer_lines
+
+    def size_args(self) -> list[str]:
+        """The size symbols (sizes.py) the kernel's loops and indices use: its int arguments,
+        after the buffers, so that one kernel serves every value of them."""
+        names = free_symbols(self.kernel.outer)
+        for node in self.kernel.nodes:
+            collector = SymbolsCollector()
+            node.call_inner_fn(collector, self.n)
+            names |= collector.names | node.store_index(self.n).symbols()
+            names |= free_symbols(node.ranges, node.inner_ranges(self.n))
+        return sorted(names)
 
     def define(self, node: SchedulerNode, value: Value):
         """Make `node`'s value visible to later loads, and store it unless it stays local."""

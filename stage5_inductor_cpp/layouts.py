@@ -31,6 +31,7 @@ from stage1_eval_frame.logs import get_logger
 from .ir import BufferView, InputBuffer, Layout, Reduction
 from .lowering import as_pointwise, is_tensor, reindex
 from .meta_run import Snapshot, snapshot, storage_id
+from .sizes import hint
 
 log = get_logger("kernels")
 
@@ -40,7 +41,8 @@ def is_dense(size, stride) -> bool:
     if 0 in size:
         return True
     expected = 1
-    for st, sz in sorted((st, sz) for sz, st in zip(size, stride, strict=True) if sz != 1):
+    pairs = [(st, sz) for sz, st in zip(size, stride, strict=True) if sz != 1]
+    for st, sz in sorted(pairs, key=lambda pair: hint(pair[0])):  # symbols: by their value
         if st != expected:
             return False
         expected *= sz

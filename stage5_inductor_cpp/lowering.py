@@ -26,6 +26,7 @@ from .ir import (
     contiguous_strides,
     ops,
 )
+from .sizes import is_symbolic
 
 
 class Fallback(Exception):
@@ -103,6 +104,8 @@ def broadcast_shapes(*shapes) -> tuple[int, ...]:
 def loader_for(value, ranges, dtype):
     """A function `index -> value` for `value` broadcast to `ranges` and cast to `dtype`."""
     if not is_tensor(value):
+        if is_symbolic(value):  # a size that is a symbol (sizes.py): the kernel's argument
+            return lambda idx: ops.index_expr(Index.const(value), dtype)
         value = number_as(value, dtype)
         return lambda idx: ops.constant(value, dtype)
     load, source_ranges = value.loader(), value.ranges
@@ -508,6 +511,11 @@ register("max")(_max_min("max"))
 register("min")(_max_min("min"))
 register("argmax")(_arg_reduction("argmax"))
 register("argmin")(_arg_reduction("argmin"))
+
+
+def as_float(count):
+    """A count (`numel`) as a float operand: a symbolic one stays a size (sizes.py)."""
+    return count if is_symbolic(count) else float(count)
 
 
 def _numel(ranges):

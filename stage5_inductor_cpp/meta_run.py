@@ -29,6 +29,7 @@ import torch.utils._pytree as pytree
 from stage2_symbolic_vm import meta_cache
 
 from .lowering import EagerOnly
+from .sizes import as_sizes
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,7 +42,7 @@ class Snapshot:
 
 
 def snapshot(tensor: torch.Tensor) -> Snapshot:
-    return Snapshot(tuple(tensor.shape), tuple(tensor.stride()), tensor.dtype)
+    return Snapshot(as_sizes(tensor.shape), as_sizes(tensor.stride()), tensor.dtype)
 
 
 def storage_id(tensor: torch.Tensor) -> int:

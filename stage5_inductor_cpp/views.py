@@ -21,6 +21,7 @@ from .lowering import (
     reindex,
     reshape_to,
 )
+from .sizes import decide, floordiv, maximum, slice_indices
 
 
 @register("permute", same_dtype=True)
@@ -157,17 +158,17 @@ def getitem(graph, out, x, index):
             raise IndexError(f"too many indices for tensor of dimension {len(x.ranges)}")
         size = x.ranges[src_dim]
         if isinstance(item, int):
-            if not -size <= item < size:
+            if not (decide(operator.ge, item, -size) and decide(operator.lt, item, size)):
                 raise IndexError(
                     f"index {item} is out of bounds for dimension {src_dim} with size {size}"
                 )
-            plan.append(("fixed", item % size))
+            plan.append(("fixed", item + size if item < 0 else item))
         else:
             if item.step is not None and item.step <= 0:
                 raise ValueError("step must be greater than zero")
-            start, stop, step = item.indices(size)
+            start, stop, step = slice_indices(item, size)
             plan.append(("slice", out_dim, start, step))
-            ranges.append(max(0, (stop - start + step - 1) // step))
+            ranges.append(maximum(0, floordiv(stop - start + step - 1, step)))
             out_dim += 1
         src_dim += 1
 

@@ -22,6 +22,13 @@ from .functionalize import WriteBack
 from .graph import ExternValue
 from .ir import BufferView, ComputedBuffer
 from .scheduler import ExternCall, FusedKernel
+from .sizes import is_symbolic, text
+
+
+def sizes_text(values) -> str:
+    """A tuple of sizes as Python source: `(s17, 8)`."""
+    inner = ", ".join(text(v) for v in values)
+    return f"({inner}{',' if len(values) == 1 else ''})"
 
 
 def reinterpret(tensor, size, stride, offset):
@@ -46,6 +53,7 @@ class WrapperCode:
         self.namespace.update(reinterpret=reinterpret, with_layout=with_layout)
         self.namespace.update(increment_version=torch.autograd.graph.increment_version)
         self.namespace.update(graph.constants)
+        self.symbols = graph.symbols()  # symbol -> where the wrapper reads it (sizes.py)
         self.lines: list[str] = []
 
     def value(self, v) -> str:
@@ -53,8 +61,10 @@ class WrapperCode:
         if isinstance(v, BufferView):
             if v.is_whole_buffer():
                 return v.buffer.name
-            size, stride = tuple(v.layout.size), tuple(v.layout.stride)
-            return f"reinterpret({v.buffer.name}, {size}, {stride}, {v.layout.offset})"
+            size, stride = sizes_text(v.layout.size), sizes_text(v.layout.stride)
+            return f"reinterpret({v.buffer.name}, {size}, {stride}, {text(v.layout.offset)})"
+        if is_symbolic(v):  # a size computed from symbols (`x.size(0) * 2`)
+            return text(v)
         if isinstance(v, ExternValue):
             return v.buffer.name
         if isinstance(v, list) or type(v) is tuple:
@@ -81,6 +91,8 @@ class WrapperCode:
         ]
         if names:  # a graph of constants alone (torch.ones(3) * 2) has no inputs
             self.lines.append(f"    {', '.join(names)}{',' if len(names) == 1 else ''} = args")
+        for symbol, source in self.symbols.items():  # sizes.py: this call's values
+            self.lines.append(f"    {symbol} = {source}")
         free = self.plan_reuse()
         for i, step in enumerate(self.steps):
             if isinstance(step, FusedKernel):
@@ -144,12 +156,42 @@ class WrapperCode:
         self.lines.append(f"    {self.launch(step)}")
 
     # The two lines a backend changes (stage 6: on the device, on a grid).
+    placement = ""  # where buffers are allocated: stage 6 adds `, device='cuda:0'`
+
     def allocation(self, layout) -> str:
-        return f"empty_strided({layout.size}, {layout.stride}, dtype={layout.dtype})"
+        size, stride = sizes_text(layout.size), sizes_text(layout.stride)
+        return f"empty_strided({size}, {stride}, dtype={layout.dtype}{self.placement})"
 
     def launch(self, step: FusedKernel) -> str:
-        pointers = ", ".join(f"{name}.data_ptr()" for name in self.kernel_params[step.name])
-        return f"{step.name}({pointers})"
+        # buffers by their address; symbols (sizes.py), named as in the wrapper, as ints
+        args = [
+            name if name in self.symbols else f"{name}.data_ptr()"
+            for name in self.kernel_params[step.name]
+        ]
+        return f"{step.name}({', '.join(args)})"
+
+    def fits(self) -> str:
+        """`fits(args)`: whether a call's tensors have the layouts the code was compiled for,
+        with its symbols' values (sizes.py); only symbolic code needs to ask."""
+        lines = ["def fits(args):"]
+        names = [
+            b.name if b is not None else f"_scalar{i}" for i, b in enumerate(self.graph.inputs)
+        ]
+        lines.append(f"    {', '.join(names)}{',' if len(names) == 1 else ''} = args")
+        for symbol, source in self.symbols.items():
+            lines.append(f"    {symbol} = {source}")
+        checks = []
+        for b in filter(None, self.graph.inputs):
+            layout = b.layout
+            strides = [st for sz, st in zip(layout.size, layout.stride, strict=True) if sz != 1]
+            kept = [d for d, sz in enumerate(layout.size) if sz != 1]
+            checks.append(
+                f"{b.name}.dtype == {layout.dtype} and tuple({b.name}.shape) == "
+                f"{sizes_text(layout.size)} and tuple({b.name}.stride()[d] for d in {kept}) == "
+                f"{sizes_text(strides)}"
+            )
+        lines.append(f"    return {' and '.join(checks) or 'True'}")
+        return "\n".join(lines) + "\n"
 
     def extern_call(self, step: ExternCall):
         buffer = step.buffer
@@ -159,5 +201,5 @@ class WrapperCode:
         args += [f"{k}={self.value(v)}" for k, v in buffer.kwargs.items()]
         self.lines.append(f"    {buffer.name} = {target}({', '.join(args)})  # {buffer.op_name}")
         if buffer.is_tensor:
-            size, stride = buffer.layout.size, buffer.layout.stride
+            size, stride = sizes_text(buffer.layout.size), sizes_text(buffer.layout.stride)
             self.lines.append(f"    {buffer.name} = with_layout({buffer.name}, {size}, {stride})")

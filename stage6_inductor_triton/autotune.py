@@ -24,6 +24,7 @@ from triton.runtime.errors import OutOfResources, PTXASError
 
 from stage1_eval_frame.logs import get_logger
 from stage5_inductor_cpp import cache
+from stage5_inductor_cpp.sizes import hint
 
 from .codegen_triton import KernelShape, triton_next_power_of_2
 from .runtime import INTERPRETER_LOCK, source_dir
@@ -71,12 +72,12 @@ def configs_for(shape: KernelShape, has_looped: bool = False) -> list[Config]:
     (`has_looped`): launched with an RBLOCK shorter than its row, the persistent kernel
     itself would read and write only the row's first RBLOCK elements.
     """
-    xcap = triton_next_power_of_2(shape.xnumel)
+    xcap = triton_next_power_of_2(hint(shape.xnumel))  # a symbol: this call's value (sizes.py)
     if shape.rnumel is None:
         wanted = [(1024, None, 4, False), (2048, None, 8, False), (512, None, 4, False)]
         wanted.append((4096, None, 8, False))
     else:
-        rcap = triton_next_power_of_2(shape.rnumel)
+        rcap = triton_next_power_of_2(hint(shape.rnumel))
         looped = [(1, 2048, 16), (1, 1024, 16), (1, 4096, 16), (1, 2048, 8), (4, 512, 8)]
         wanted = [(x, min(r, rcap), w, shape.persistent) for x, r, w in looped]
         if shape.persistent:

@@ -22,6 +22,7 @@ import torch.fx
 
 from stage5_inductor_cpp.backend import CompiledCode, CompiledGraph, compile_graph, devices_of
 from stage5_inductor_cpp.scheduler import FusedKernel
+from stage5_inductor_cpp.sizes import text
 from stage5_inductor_cpp.wrapper import WrapperCode
 
 from .autotune import KernelLauncher, configs_for, grid
@@ -36,17 +37,12 @@ class TritonWrapperCode(WrapperCode):
     def __init__(self, graph, scheduler, kernel_params, device: torch.device):
         super().__init__(graph, scheduler, kernel_params)
         self.device = device
+        self.placement = f", device='{device}'"
         self.namespace.update(grid=grid)
-
-    def allocation(self, layout) -> str:
-        return (
-            f"empty_strided({layout.size}, {layout.stride}, "
-            f"dtype={layout.dtype}, device='{self.device}')"
-        )
 
     def launch(self, step: FusedKernel) -> str:
         args = ", ".join(self.kernel_params[step.name])
-        return f"{step.name}.run({args}, grid=grid({math.prod(step.outer)}))"
+        return f"{step.name}.run({args}, grid=grid({text(math.prod(step.outer))}))"
 
 
 class TritonKernels:

@@ -28,10 +28,12 @@ affine index of stage 5's IR, written over `xindex` and `rindex` (indexing.py).
 import contextlib
 import dataclasses
 import math
+import operator
 from typing import ClassVar
 
 import torch
 
+from stage5_inductor_cpp import sizes
 from stage5_inductor_cpp.graph import EagerOnly
 from stage5_inductor_cpp.ir import Index, result_dtype
 from stage5_inductor_cpp.kernel_writer import KernelWriter, OpOverrides, Value
@@ -226,7 +228,7 @@ class TritonKernel(KernelWriter):
         super().__init__(kernel, dtypes)
         self.name = kernel.name + ("_looped" if looped else "")
         self.stored: set[str] = set()
-        self.max_address = 0
+        self.reaches = []  # the largest address of each index (for int32 or int64)
         # The inner ranges of the kernel's loops: every reduction's, and pointwise ones if any.
         inner = {
             tuple(node.inner_ranges(self.n))
@@ -234,8 +236,9 @@ class TritonKernel(KernelWriter):
             if node.is_reduction or node.inner_ranges(self.n)
         }
         self.rsizes: tuple[int, ...] = ()  # the inner ranges of the loop being written
-        rnumel = max((math.prod(r) for r in inner), default=None)
-        persistent = rnumel is not None and len(inner) == 1
+        # symbolic sizes (sizes.py) compare by this call's values: the launcher's block sizes
+        rnumel = max((math.prod(r) for r in inner), default=None, key=sizes.hint)
+        persistent = rnumel is not None and len(inner) == 1 and not sizes.is_symbolic(rnumel)
         persistent = persistent and triton_next_power_of_2(rnumel) <= PERSISTENT_RBLOCK_MAX
         self.shape = KernelShape(math.prod(kernel.outer), rnumel, persistent and not looped)
         self.loops = kernel.loops()
@@ -276,7 +279,7 @@ class TritonKernel(KernelWriter):
             pointer = f"tl.broadcast_to({pointer}, {self.block_shape(dims)})"
         mask = " & ".join(filter(None, [self.mask(dims), *self.load_masks])) or None
         hint = ", other=0" if self.load_masks else ""
-        if "r" in dims and "x" not in dims and self.shape.xnumel > 1:
+        if "r" in dims and "x" not in dims and sizes.hint(self.shape.xnumel) > 1:  # a symbol is > 1
             # Every program reads these (a layer_norm's weight): keep them in L2.
             hint += ", eviction_policy='evict_last'"
         elif self.rsizes and self.shape.rnumel is not None and not self.shape.persistent:
@@ -304,6 +307,9 @@ class TritonKernel(KernelWriter):
 
     def index_expr(self, index: Index, dtype) -> Value:
         text, dims = self.address(index)
+        if not dims and sizes.is_symbolic(index.offset):  # a size (sizes.py): the int argument
+            full = f"tl.full({self.block_shape({'x'})}, {text}, {self.overrides.tl_dtype(dtype)})"
+            return self.emit(full, dtype, {"x"})
         if not dims:
             return self.constant(index.offset, dtype)
         return self.emit(f"({text}).to({self.overrides.tl_dtype(dtype)})", dtype, dims)
@@ -334,7 +340,7 @@ class TritonKernel(KernelWriter):
         sizes.update({f"r{d}": size for d, size in enumerate(self.rsizes)})
         sizes.update(self.indirect_sizes)
         reach = sum(abs(coef) * (sizes.get(name, 1) - 1) for name, coef in index.terms)
-        self.max_address = max(self.max_address, reach + abs(index.offset))
+        self.reaches.append(reach + abs(index.offset))
         return index_text(index, self.kernel.outer, self.rsizes)
 
     def write(self, op: str, *args) -> Value:
@@ -436,7 +442,7 @@ class TritonKernel(KernelWriter):
     @contextlib.contextmanager
     def reduction_loop(self):
         """`for roffset in range(...)`: its body is indented, its temporaries are its own."""
-        rnumel = math.prod(self.rsizes)
+        rnumel = sizes.text(math.prod(self.rsizes))
         self.lines.append(f"for roffset in range(0, {rnumel}, RBLOCK):")
         with self.block() as body:
             body += ["rindex = roffset + rbase", f"rmask = rindex < {rnumel}"]
@@ -477,17 +483,24 @@ class TritonKernel(KernelWriter):
             )
             self.write_loop(loop)
         # int32 addresses overflow past 2**31 elements (a last block reaches a bit beyond).
-        wide = max(self.max_address, shape.xnumel * (shape.rnumel or 1)) + 2**16 >= 2**31
+        # A symbolic size decides for this call's values, and guards the answer (sizes.py).
+        reaches = [*self.reaches, shape.xnumel * (shape.rnumel or 1)]
+        wide = any(sizes.decide(operator.ge, reach + 2**16, 2**31) for reach in reaches)
         pid = "tl.program_id(0).to(tl.int64)" if wide else "tl.program_id(0)"
         header = [
             f"xoffset = {pid} * XBLOCK",
             f"xindex = xoffset + tl.arange(0, XBLOCK){'[:, None]' if two_d else ''}",
-            f"xmask = xindex < {shape.xnumel}",
+            f"xmask = xindex < {sizes.text(shape.xnumel)}",
         ]
         if two_d and shape.persistent:
-            header += ["rindex = tl.arange(0, RBLOCK)[None, :]", f"rmask = rindex < {shape.rnumel}"]
+            header += [
+                "rindex = tl.arange(0, RBLOCK)[None, :]",
+                f"rmask = rindex < {sizes.text(shape.rnumel)}",
+            ]
         elif two_d:
             header.append("rbase = tl.arange(0, RBLOCK)[None, :]")
+        for name in self.size_args():  # ints, after the buffers (sizes.py)
+            self.args[name] = "size"
         params = [*self.args, "XBLOCK: tl.constexpr"] + (["RBLOCK: tl.constexpr"] if two_d else [])
         signature = f"def {self.name}({', '.join(params)}):"
         lines = [*header, *self.lines]

@@ -41,6 +41,7 @@ import types
 import torch
 import triton
 import triton.language as tl
+from triton.runtime import interpreter
 from triton.runtime.interpreter import TensorHandle
 
 from stage1_eval_frame.logs import get_logger
@@ -80,6 +81,23 @@ def load_module(source: str, interpreted: bool) -> types.ModuleType:
     if interpreted:
         module.libdevice = INTERPRETER_LIBDEVICE
     return module
+
+
+def _patch_lang_tensor(tensor, scope):
+    """Triton 3.6's interpreter, and `.item()` for a scalar used as an int.
+
+    A kernel's int argument (a symbolic size, sizes.py) is a one-element array there, and
+    `range(0, s77, RBLOCK)` asks it for `__index__`, which the interpreter answers with
+    `int(array)`: numpy 2 refuses that for an array that is not 0-d. Compiled Triton has
+    no such step; this keeps the interpreter running the same source."""
+    _interpreter_patch(tensor, scope)
+    scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.item()))
+
+
+_interpreter_patch, interpreter._patch_lang_tensor = (
+    interpreter._patch_lang_tensor,
+    _patch_lang_tensor,
+)
 
 
 def write_source(path, source: str):

@@ -5,7 +5,9 @@ and sequence lengths 8 to 128: the first call compiles a static graph, the
 second (both sizes changed) one graph with both dims symbolic, and every later
 call runs that graph. torch.compile compiles them twice too. Batch size 1
 comes first: after the symbolic graph, a size 1 would compile a third graph,
-as in torch (sizes 0 and 1 are specialised).
+as in torch (sizes 0 and 1 are specialised). Through stage 5's inductor, the
+symbolic graph's kernels take the two sizes as arguments: one C++ compile serves
+every later size (stage5_inductor_cpp/sizes.py).
 """
 
 import pytest
@@ -14,14 +16,28 @@ import torch
 import stage3_guards
 import stage4_fx
 from benchmarks.zoo import ZOO, tensors_of
+from stage5_inductor_cpp import compile_fx
+
+
+class Inductor:
+    """Stage 5's backend, keeping the graphs it compiles."""
+
+    def __init__(self):
+        self.graphs = []
+
+    def __call__(self, gm, example_inputs):
+        self.graphs.append(compile_fx(gm, example_inputs))
+        return self.graphs[-1]
 
 SIZES = [(1, 8), (2, 16), (16, 128), (5, 64), (8, 8), (3, 100)]  # (batch, sequence length)
 
 
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
 @pytest.mark.parametrize("name", ["bert", "gpt2"])
-def test_a_transformer_compiles_twice_over_batch_and_sequence_lengths(name):
+def test_a_transformer_compiles_twice_over_batch_and_sequence_lengths(name, backend):
     model, _ = ZOO[name]("small")
-    compiled = stage4_fx.compile(model, backend="eager")
+    inductor = Inductor()
+    compiled = stage4_fx.compile(model, backend=inductor if backend == "inductor" else backend)
     with torch.no_grad():
         for batch, length in SIZES:
             ids = torch.randint(0, 1000, (batch, length))
@@ -35,3 +51,7 @@ def test_a_transformer_compiles_twice_over_batch_and_sequence_lengths(name):
     assert not compiled.options.breaks
     [cache] = [c for c in compiled.options.caches.values() if c.entries]
     assert cache.recompile_reasons[0].endswith("dim 1 of item 0 of local 'args' is now dynamic")
+    if backend == "inductor":
+        static, symbolic = inductor.graphs
+        assert symbolic.symbolic is not None, symbolic.per_size_reason
+        assert set(map(id, symbolic.specializations.values())) == {id(symbolic.symbolic)}

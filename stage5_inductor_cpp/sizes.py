@@ -1,0 +1,179 @@
+"""Sizes that are symbols (issue 13): one kernel for every batch size.
+
+A graph traced with dynamic shapes (stage2_symbolic_vm/shapes.py) has torch `SymInt`s
+for some sizes, kept in a `ShapeEnv`. Its lowering here uses their sympy expressions
+(`s17`, `8*s17`) wherever it would use an int: in `Layout` sizes and strides, loop
+ranges, and the coefficients of an `Index` (`8*s17*x0 + r0` is still affine in the
+loop variables; only its coefficients are symbols). Inductor does the same
+(torch/_inductor/sizevars.py); `SizeVars` is its small cousin.
+
+Three things change where sizes are symbols:
+  * a comparison of two sizes is structural (`s17 == s17`, `s17 != 1`: torch makes 0
+    and 1 static, so a symbol is never 1). A decision that depends on the value
+    (`s17 > 1024`) is taken for this call's size and *guarded* (`decide`), as
+    inductor's `evaluate_expr` does: the frame's guards are built after the backend
+    runs, so they include it;
+  * a kernel takes its symbols as arguments, and `text` prints its sizes (C++, Python
+    and Triton share the syntax of sums and products);
+  * heuristics (is this loop long enough to parallelise?) read the call's values
+    (`hint`), which changes only speed, never the result.
+"""
+
+import contextlib
+import operator
+import sys
+import threading
+
+import torch
+
+# sympy is imported by torch's symbolic shapes, only when a trace has symbols: a static
+# graph never pays for its import (half a second), so nothing here imports it first.
+
+
+class SymbolicUnsupported(Exception):
+    """These symbolic sizes cannot be kernel arguments: compile one kernel per size."""
+
+
+class _Current(threading.local):
+    shape_env = None  # the ShapeEnv of the graph being lowered (None: all sizes are ints)
+
+
+_current = _Current()
+
+
+@contextlib.contextmanager
+def symbols_of(shape_env):
+    """Lower a graph whose sizes are symbols of `shape_env` (decisions guard there)."""
+    previous, _current.shape_env = _current.shape_env, shape_env
+    try:
+        yield
+    finally:
+        _current.shape_env = previous
+
+
+def as_size(value):
+    """An int as it is; a SymInt as its expression, in the form the ShapeEnv settled on
+    (two sizes the trace found equal are the same symbol)."""
+    if not isinstance(value, torch.SymInt):
+        return value
+    node = value.node
+    expr = node.shape_env.replace(node.expr) if node.shape_env is not None else node.expr
+    return int(expr) if expr.is_Integer else expr
+
+
+def as_sizes(values) -> tuple:
+    return tuple(as_size(v) for v in values)
+
+
+def as_symint(value):
+    """A size as torch takes it: an int, or a SymInt of the active ShapeEnv (to ask meta
+    functions about a tensor whose sizes are symbols)."""
+    if not is_symbolic(value):
+        return value
+    env = _current.shape_env
+    if env is None:
+        raise SymbolicUnsupported(f"no ShapeEnv for the size {value}")
+    return env.create_symintnode(value, hint=hint(value))
+
+
+def as_symints(values) -> tuple:
+    return tuple(as_symint(v) for v in values)
+
+
+def is_symbolic(value) -> bool:
+    sympy = sys.modules.get("sympy")
+    return sympy is not None and isinstance(value, sympy.Basic) and not value.is_Integer
+
+
+def free_symbols(*values) -> set[str]:
+    """The names of the symbols in `values` (ints, expressions, nested tuples)."""
+    names = set()
+    for value in values:
+        if isinstance(value, (tuple, list)):
+            names |= free_symbols(*value)
+        elif is_symbolic(value):
+            names |= {s.name for s in value.free_symbols}
+    return names
+
+
+def decide(compare, a, b) -> bool:
+    """`compare(a, b)` (`operator.gt`: `size > 1024`) for this call's sizes. Where the answer
+    holds only for some values of the symbols, it is guarded, so other values recompile."""
+    if not (is_symbolic(a) or is_symbolic(b)):
+        return compare(a, b)
+    import sympy
+
+    relation = compare(sympy.sympify(a), b)
+    if relation in (sympy.true, sympy.false):
+        return bool(relation)
+    if _current.shape_env is None:
+        raise SymbolicUnsupported(f"{relation} needs a guard and no ShapeEnv is active")
+    return bool(_current.shape_env.evaluate_expr(relation))
+
+
+def maximum(a, b):
+    """`max(a, b)` of sizes (Python's `max` would ask sympy a question it cannot answer)."""
+    return a if decide(operator.ge, a, b) else b
+
+
+def floordiv(a, b):
+    """`a // b` of sizes, written as torch writes it (`FloorDiv`), so that our sizes and the
+    meta functions' compare equal."""
+    if not (is_symbolic(a) or is_symbolic(b)):
+        return a // b
+    from torch.utils._sympy.functions import FloorDiv
+
+    return FloorDiv(a, b)
+
+
+def slice_indices(item: slice, size) -> tuple:
+    """`item.indices(size)` (a positive step) where `size` or the bounds may be symbols."""
+    if not any(map(is_symbolic, (size, item.start, item.stop))):
+        return item.indices(size)
+
+    def bound(value, default):
+        if value is None:
+            return default
+        if decide(operator.lt, value, 0):
+            return maximum(value + size, 0)
+        return value if decide(operator.le, value, size) else size
+
+    return bound(item.start, 0), bound(item.stop, size), 1 if item.step is None else item.step
+
+
+def hint(value) -> int:
+    """The value of a size for this call: for heuristics, which change speed, not results."""
+    if not is_symbolic(value):
+        return int(value)
+    if _current.shape_env is None:
+        raise SymbolicUnsupported(f"no values for the symbols of {value}")
+    env = _current.shape_env
+    # each symbol's value at the trace (torch 2.13 renamed the table; 2.11 has the old name)
+    values = env.backed_var_to_val if hasattr(env, "backed_var_to_val") else env.var_to_val
+    value = value.xreplace(values)
+    if not value.is_Integer:
+        raise SymbolicUnsupported(f"no value for a symbol of {value}")
+    return int(value)
+
+
+def text(value) -> str:
+    """A size as source text, the same in C++, Python and Triton: ints, symbols, sums and
+    products (`8*s17 + 3`). Floor division and the rest are not written in kernels."""
+    if not is_symbolic(value):
+        return str(int(value))
+    import sympy
+
+    expr = sympy.expand(value)
+    if expr.is_Symbol:
+        return expr.name
+    if expr.is_Add:
+        terms = sorted((text(t) for t in expr.args), key=lambda t: (t[0] == "-", t))
+        return " + ".join(terms).replace("+ -", "- ")
+    if expr.is_Mul:
+        coef, rest = expr.as_coeff_Mul()
+        factors = [text(f) for f in sympy.Mul.make_args(rest)]
+        body = "*".join(f"({f})" if " " in f else f for f in factors)
+        return body if coef == 1 else "-" + body if coef == -1 else f"{coef}*{body}"
+    if expr.is_Pow and expr.exp.is_Integer and expr.exp > 0:
+        return "*".join([text(expr.base)] * int(expr.exp))
+    raise SymbolicUnsupported(f"the size {value} is not a sum of products of symbols")

@@ -1,0 +1,58 @@
+"""Triton kernels whose sizes are symbols (issue 13): stage 5's programs, on every device.
+
+The kernel takes the symbols as int arguments; its masks (`xindex < 8*s77`) and its
+reduction loops (`range(0, s77, RBLOCK)`: a symbolic row is never persistent) use them.
+"""
+
+import pytest
+import torch
+
+import stage4_fx
+from stage6_inductor_triton import compile_fx
+from tests.oracle import assert_same_as_eager
+from tests.stage5.test_symbolic_kernels import PROGRAMS
+from tests.stage6.helpers import DEVICES
+
+
+@pytest.fixture(autouse=True)
+def fresh():
+    stage4_fx.reset()
+    yield
+    stage4_fx.reset()
+
+
+class Backend:
+    def __init__(self):
+        self.graphs = []
+
+    def __call__(self, gm, example_inputs):
+        self.graphs.append(compile_fx(gm, example_inputs))
+        return self.graphs[-1]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("fn", PROGRAMS, ids=lambda f: f.__name__)
+def test_one_symbolic_compile_serves_every_size(fn, device):
+    backend = Backend()
+    compiled = stage4_fx.compile(fn, backend=backend)
+    for rows in (4, 5, 9, 3):
+        assert_same_as_eager(compiled, fn, torch.randn(rows, 8, device=device))
+    assert len(backend.graphs) == 2
+    assert backend.graphs[1].symbolic is not None, backend.graphs[1].per_size_reason
+
+
+def test_a_reduction_over_a_symbol_loops():
+    def column_sums(x):
+        return x.sum(0) * 2
+
+    backend = Backend()
+    compiled = stage4_fx.compile(column_sums, backend=backend)
+    for rows in (4, 5, 700):
+        assert_same_as_eager(compiled, column_sums, torch.randn(rows, 3))
+    source = backend.graphs[1].symbolic.source
+    symbol = next(
+        name
+        for name in backend.graphs[1].symbolic.wrapper_source.split()
+        if name[0] == "s" and name[1:].isdigit()
+    )
+    assert f"for roffset in range(0, {symbol}, RBLOCK):" in source
