@@ -12,6 +12,12 @@ with --quick).
 
 The targets (issue 6): ours no slower than inductor on each case, at least 3x faster
 than eager on the chain; and bench_compile_time.py's (issue 12).
+
+A second table (issue 13) runs each case through the frontend twice: with
+`dynamic=False` (kernels for these sizes) and `dynamic=True` (every size a symbol:
+kernels that take the sizes as arguments, stage5_inductor_cpp/sizes.py), with
+torch.compile's `dynamic=True` beside them. Target: the symbolic kernels within
+1.10x of the static ones.
 """
 
 import argparse
@@ -20,12 +26,14 @@ import time
 
 import torch
 
+import stage4_fx
 import stage5_inductor_cpp
 from benchmarks import bench_compile_time, report
 from benchmarks.rows import chain, row_cases
 
 TARGET_VS_INDUCTOR = 1.0
 TARGET_CHAIN_VS_EAGER = 3.0
+TARGET_DYNAMIC_VS_STATIC = 1.10
 
 
 def add_mul(a, b):
@@ -61,6 +69,54 @@ def timeit(fns, args, repeat=21) -> list[float]:
             fn(*args)
             samples.append(time.perf_counter() - start)
     return [statistics.median(samples) for samples in times]
+
+
+class KeepGraphs:
+    """Stage 5's backend, keeping the graphs it compiles (to ask them what they compiled)."""
+
+    def __init__(self):
+        self.graphs = []
+
+    def __call__(self, gm, example_inputs):
+        self.graphs.append(stage5_inductor_cpp.compile_fx(gm, example_inputs))
+        return self.graphs[-1]
+
+
+def dynamic_table(quick: bool) -> tuple[list[dict], list[dict]]:
+    """Symbolic kernels vs static ones (and torch.compile's dynamic=True), same sizes."""
+    print("symbolic sizes (dynamic=True) vs static (dynamic=False), through the frontend:")
+    print(f"{'case':<26}{'static':>9}{'symbolic':>10}{'ind dyn':>9}{'sym/static':>12}")
+    rows, targets = [], []
+    for name, fn, args in cases(quick):
+        stage4_fx.reset()
+        kept = KeepGraphs()
+        static = stage4_fx.compile(fn, backend=stage5_inductor_cpp.compile_fx, dynamic=False)
+        symbolic = stage4_fx.compile(fn, backend=kept, dynamic=True)
+        inductor = torch.compile(fn, dynamic=True)
+        torch.testing.assert_close(symbolic(*args), static(*args), rtol=1e-4, atol=1e-3)
+        if not all(graph.symbolic is not None for graph in kept.graphs):
+            reasons = [graph.per_size_reason for graph in kept.graphs]
+            print(f"{name:<26}  not symbolic: {reasons}")
+            targets.append(report.target(f"{name}: symbolic kernels", False))
+            continue
+        t_static, t_sym, t_ind = (t * 1e3 for t in timeit([static, symbolic, inductor], args))
+        print(f"{name:<26}{t_static:>9.2f}{t_sym:>10.2f}{t_ind:>9.2f}{t_sym / t_static:>12.2f}")
+        rows.append(
+            {
+                "workload": name,
+                "static_ms": round(t_static, 3),
+                "symbolic_ms": round(t_sym, 3),
+                "torch_compile_dynamic_ms": round(t_ind, 3),
+                "symbolic_over_static": round(t_sym / t_static, 3),
+            }
+        )
+        targets.append(
+            report.target(
+                f"{name}: symbolic / static <= {TARGET_DYNAMIC_VS_STATIC}",
+                t_sym / t_static <= TARGET_DYNAMIC_VS_STATIC,
+            )
+        )
+    return rows, targets
 
 
 def main():
@@ -99,6 +155,8 @@ def main():
                     speedup >= TARGET_CHAIN_VS_EAGER,
                 )
             )
+    dynamic_rows, dynamic_targets = dynamic_table(quick)
+    targets += dynamic_targets
     compile_times = bench_compile_time.measure(runs=1 if quick else 5)
     print(f"compile times of the chain, medians of {compile_times['runs']} fresh processes each:")
     print(bench_compile_time.table(compile_times))
@@ -114,7 +172,7 @@ def main():
             labels={"torch_compile": "torch.compile (inductor)"},
             rows=rows,
             targets=targets,
-            extra={"chain_compile_s": compile_times},
+            extra={"chain_compile_s": compile_times, "dynamic": dynamic_rows},
         )
 
 

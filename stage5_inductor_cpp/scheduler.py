@@ -45,6 +45,7 @@ from .ir import (
     index_vars,
     set_handler,
 )
+from .sizes import hint
 
 log = get_logger("kernels")
 
@@ -286,7 +287,7 @@ class Scheduler:
         if outer is None:
             outer, ranges = list(step.outer), list(node.ranges)
             return f"iteration spaces differ: kernel outer {outer}, node {ranges}"
-        biggest = max(numel(n.ranges) for n in [*step.nodes, node])
+        biggest = max(hint(numel(n.ranges)) for n in [*step.nodes, node])  # sizes.py
         if numel(outer) == 1 and biggest > 1:
             return "the fused kernel would have no parallel loop"
         n = len(outer)
