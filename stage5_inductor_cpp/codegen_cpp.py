@@ -390,12 +390,12 @@ class CppKernel(KernelWriter):
                         self.reduction_loop(loop[0])
                     else:
                         self.pointwise_loop(loop, simd=True)
-        # Symbolic sizes (sizes.py) count with this call's values: a heuristic, not a guard.
-        work = hint(math.prod(kernel.outer)) * max(
-            hint(math.prod(node.inner_ranges(n))) for node in kernel.nodes
-        )
-        parallel = work >= PARALLEL_THRESHOLD and hint(math.prod(outer)) > 1
-        lines = outer_loops(outer, body, parallel, simd_last=pointwise_only)
+        inner = max((math.prod(node.inner_ranges(n)) for node in kernel.nodes), key=hint)
+        work, condition = math.prod(kernel.outer) * inner, ""
+        if is_symbolic(work):  # sizes.py: OpenMP's `if` decides at each call
+            condition = f" if({text(work)} >= {PARALLEL_THRESHOLD})"
+        parallel = (condition or work >= PARALLEL_THRESHOLD) and math.prod(outer) != 1
+        lines = outer_loops(outer, body, parallel, pointwise_only, condition)
         params = []
         for name, mode in self.args.items():
             const = "const " if mode == "in" else ""
@@ -448,8 +448,9 @@ def loop_nest_var(var: str, size: int, body: list[str], pragma: str) -> list[str
     return [pragma, f"for (int64_t {var} = 0; {var} < {size}; {var}++)", "{", *indent(body), "}"]
 
 
-def outer_loops(outer, body: list[str], parallel: bool, simd_last: bool) -> list[str]:
-    """The kernel's outer loop nest: parallel over the first dims, SIMD on the last if pointwise."""
+def outer_loops(outer, body: list[str], parallel, simd_last: bool, condition="") -> list[str]:
+    """The kernel's outer loop nest: parallel over the first dims (when `condition` holds at
+    run time, if there is one), SIMD on the last if pointwise."""
     if not outer:
         return body
     n = len(outer)
@@ -460,11 +461,11 @@ def outer_loops(outer, body: list[str], parallel: bool, simd_last: bool) -> list
         lines = [f"for (int64_t {var} = 0; {var} < {text(outer[d])}; {var}++)", *lines]
         if simd_last and d == n - 1:
             if parallel and n == 1:
-                lines.insert(0, "#pragma omp parallel for simd")
+                lines.insert(0, f"#pragma omp parallel for simd{condition}")
             else:
                 lines.insert(0, "#pragma omp simd")
     n_parallel = n - simd_dims
     if parallel and n_parallel > 0:
         collapse = f" collapse({n_parallel})" if n_parallel > 1 else ""
-        lines.insert(0, f"#pragma omp parallel for{collapse}")
+        lines.insert(0, f"#pragma omp parallel for{collapse}{condition}")
     return lines
