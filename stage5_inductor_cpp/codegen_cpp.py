@@ -5,8 +5,8 @@ kernel_writer.py's (shared with stage 6's Triton): every op becomes one typed, n
 temporary (`float tmp3 = std::sin(tmp1);`), identical expressions are emitted once.
 What is C++'s own is here: the table's C++ entries, constants and casts, the `if` of a
 masked load, and the loops: parallel outer loops, SIMD inner loops, reductions into
-accumulators. A value that a reduction loop stashed in an output (`FusedKernel.stash`)
-is loaded back from it, and the temporaries that computed it again are dropped.
+accumulators. A value that a reduction loop stashed in an output (stash.py decides
+which) is loaded back from it, and the temporaries that computed it again are dropped.
 """
 
 import math
@@ -19,6 +19,7 @@ from .ir import Printer
 from .kernel_writer import KernelWriter, OpOverrides, Value
 from .scheduler import FusedKernel, SchedulerNode
 from .sizes import hint, is_symbolic, text
+from .stash import stashes
 
 CTYPES = {
     torch.float32: "float",
@@ -170,6 +171,7 @@ class CppKernel(KernelWriter):
 
     def __init__(self, kernel: FusedKernel, dtypes: dict[str, torch.dtype]):
         super().__init__(kernel, dtypes)
+        self.stashes = stashes(kernel)  # reduction -> the output its loop stores its values into
         self.stashed: dict[str, tuple[str, str]] = {}  # buffer -> (key, C++ load) it holds
         self.read_back: dict[str, str] = {}  # in the loop being written: key -> C++ load
 
@@ -245,8 +247,8 @@ class CppKernel(KernelWriter):
         self.lines += loop_nest("r", inner, body, "#pragma omp simd" if simd else "")
 
     def stash(self, node: SchedulerNode, value: Value, body: list[str]):
-        """Store a reduction loop's value into the buffer the scheduler chose, to be read back."""
-        target = next(n for n in self.kernel.nodes if n.name == self.kernel.stash[node.name])
+        """Store a reduction loop's value into the buffer `stashes` chose, to be read back."""
+        target = next(n for n in self.kernel.nodes if n.name == self.stashes[node.name])
         store = f"{target.name}[{target.store_index(self.n)}]"
         self.args[target.name] = "out"
         body.append(f"{store} = {value};  // read back by {target.name}'s loop")
@@ -266,7 +268,7 @@ class CppKernel(KernelWriter):
             pragma += f" reduction(|:{acc}_nan)"
         with self.block() as body:
             value = node.call_inner_fn(self, self.n)
-            if node.name in self.kernel.stash:
+            if node.name in self.stashes:
                 self.stash(node, value, body)
             body.append(update.format(acc=acc, v=value, t=t))
             if track_nan:
@@ -312,7 +314,7 @@ class CppKernel(KernelWriter):
         )
         with self.block() as body:
             value = node.call_inner_fn(self, self.n)
-            if node.name in self.kernel.stash:
+            if node.name in self.stashes:
                 self.stash(node, value, body)
             body.append(
                 f"if (!({acc} != {acc}) && ({value} != {value} || {value} {better} {acc})) "
@@ -338,7 +340,7 @@ class CppKernel(KernelWriter):
         if any(node.inner_ranges(n) for loop in loops[1:] for node in loop):
             return None  # the nodes after it must be one value per output element
         data = reduction.buffer.data
-        if data.reduction_type not in REDUCTIONS or reduction.name in self.kernel.stash:
+        if data.reduction_type not in REDUCTIONS or reduction.name in self.stashes:
             return None
         if is_symbolic(self.kernel.outer[-1]) or self.kernel.outer[-1] > OUTER_REDUCTION_LIMIT:
             return None  # its accumulators are an array of that size, on the stack

@@ -17,9 +17,8 @@ A node may join a kernel when (torch/_inductor/scheduler.py `can_fuse` decides t
     it stores (then the loop loads `x[i]`, computes, and stores `x[i]`).
 Each refusal is logged with its reason (`MINIDYNAMO_LOGS=kernels`).
 
-Softmax's last loop computes exp(x - max) again, the value its sum loop folded. Rather
-than compute it twice, the sum loop stores it into the output, and the last loop scales
-the output in place: `decide_stashes` finds such values (see `FusedKernel.stash`).
+How a kernel's loops are written is the code generators' business: the C++ writer's
+own decisions (which reduction stashes its values in an output, stash.py) are made there.
 """
 
 import collections
@@ -115,22 +114,12 @@ class SchedulerNode:
 
 @dataclasses.dataclass(eq=False)
 class FusedKernel:
-    """Nodes sharing one parallel loop over `outer`; `local` buffers never reach memory.
-
-    `stash` maps a reduction to the output its loop stores each folded value into, for
-    that output's loop to read back: softmax's sum loop writes `out[i] = exp(x[i] - max)`,
-    and the last loop only scales `out[i] = out[i] / sum`. Inductor does this by realizing
-    exp(x - max) as a buffer and shrinking it to one row per thread (codegen/cpp.py,
-    `try_outer_loop_fusion_with_local_buf`); storing into the output row needs no buffer
-    of its own. Only the C++ codegen stashes: stage 6's persistent reductions keep a whole
-    row in registers, where the common value is computed once anyway.
-    """
+    """Nodes sharing one parallel loop over `outer`; `local` buffers never reach memory."""
 
     outer: tuple[int, ...]
     nodes: list[SchedulerNode]
     name: str = ""
     local: set[str] = dataclasses.field(default_factory=set)
-    stash: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def loops(self) -> list[list[SchedulerNode]]:
         """Consecutive pointwise nodes with equal inner ranges share one inner loop."""
@@ -156,8 +145,6 @@ class FusedKernel:
         lines = [f"{self.name}: outer={list(self.outer)}"]
         for node in self.nodes:
             where = "local" if node.name in self.local else "stored"
-            if node.name in self.stash:
-                where += f", values stashed in {self.stash[node.name]}"
             lines.append(f"    {node.buffer} [{where}]")
         return "\n".join(lines)
 
@@ -177,13 +164,6 @@ class ExternCall:
 
     def __str__(self) -> str:
         return f"extern: {self.buffer}"
-
-
-# Ops that cost more than a store and a load: a reduction's values are stashed only if
-# they call one. Inductor keeps a value read twice on CPU in a buffer for the same ops
-# (torch/_inductor/ir.py, `should_realize_on_reuse`). Without one, as in
-# `y = x * x + 1; y / y.sum()`, computing again measured as fast as reading back.
-HEAVY_OPS = frozenset({"exp", "log", "log1p", "log2", "sigmoid", "tanh"})
 
 
 def step_reads(step) -> set[str]:
@@ -249,7 +229,6 @@ class Scheduler:
                 else:
                     self.steps.append(self.new_kernel(node))
         self.decide_storage()
-        self.decide_stashes()
         for i, step in enumerate(self.steps):
             if isinstance(step, FusedKernel):
                 step.name = self.kernel_name(step, i, prefix)
@@ -348,52 +327,6 @@ class Scheduler:
                     if in_inner_loop and not producer.is_reduction and read_by_other_loop:
                         continue
                     step.local.add(producer.name)
-
-    def decide_stashes(self):
-        """Stash each reduction's values in the first later output that computes them again."""
-        for step in self.steps:
-            if not isinstance(step, FusedKernel):
-                continue
-            for i, node in enumerate(step.nodes):
-                if self.worth_stashing(node, len(step.outer)):
-                    self.stash_in_a_consumer(step, node, step.nodes[i + 1 :])
-
-    @staticmethod
-    def worth_stashing(node: SchedulerNode, n_outer: int) -> bool:
-        """A reduction with a loop, over values that call a heavy op."""
-        if not node.is_reduction or not node.inner_ranges(n_outer):
-            return False
-        return not HEAVY_OPS.isdisjoint(node.op_names())
-
-    def stash_in_a_consumer(self, step: FusedKernel, reduction: SchedulerNode, later: list):
-        n = len(step.outer)
-        value = reduction.expressions(n)[-1]
-        for consumer in later:
-            if consumer.is_reduction or value not in consumer.expressions(n):
-                continue
-            reason = self.refuse_stash(step, reduction, consumer)
-            if reason is None:
-                step.stash[reduction.name] = consumer.name
-                log.info("%s stashes its values in %s", reduction.name, consumer.name)
-                return
-            log.info("%s's values not stashed in %s: %s", reduction.name, consumer.name, reason)
-
-    @staticmethod
-    def refuse_stash(step: FusedKernel, reduction: SchedulerNode, consumer: SchedulerNode):
-        """Why `consumer`'s buffer cannot hold `reduction`'s values until its loop, or None."""
-        n = len(step.outer)
-        if consumer.name in step.local:
-            return "it stays in registers, there is no buffer to store into"
-        if isinstance(consumer.buffer, WriteBack):
-            return "it is a graph input, whose old values may still be read"
-        if consumer.inner_ranges(n) != reduction.inner_ranges(n):
-            return "its loop runs over other inner ranges"
-        value_dtype, dtype = reduction.buffer.data.src_dtype, consumer.buffer.layout.dtype
-        if value_dtype != dtype:
-            return f"the value is {value_dtype}, the buffer {dtype}"
-        if consumer.name in step.stash.values():
-            return "it already holds another reduction's values"
-        return None
 
     @staticmethod
     def kernel_name(step: FusedKernel, i: int, prefix: str) -> str:

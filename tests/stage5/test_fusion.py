@@ -1,4 +1,5 @@
-"""The scheduler: how many kernels a graph becomes, what stays in registers, what is reused."""
+"""The scheduler: how many kernels a graph becomes, what stays in registers; and what the
+C++ writer reuses (its stash)."""
 
 import pytest
 import torch
@@ -7,6 +8,7 @@ import torch.nn.functional as F
 from stage5_inductor_cpp import compile_fx
 from stage5_inductor_cpp.graph import GraphLowering
 from stage5_inductor_cpp.scheduler import FusedKernel, Scheduler
+from stage5_inductor_cpp.stash import stashes
 from tests.stage5.helpers import check_both, check_traced, kernel_logs
 
 
@@ -207,7 +209,7 @@ def softmax_of_exp(x):
 def test_softmax_stashes_exp_in_its_output():
     x = torch.randn(16, 32)
     (kernel,) = schedule(softmax_of_exp, x).steps
-    assert kernel.stash == {"buf1": "buf2"}  # the sum's values wait in the output
+    assert stashes(kernel) == {"buf1": "buf2"}  # the sum's values wait in the output
     code = compile_fx(torch.fx.symbolic_trace(softmax_of_exp), [x]).code
     assert code.count("std::exp(") == 1  # the last loop reads exp back instead
     assert "buf2[32*x0 + r0] = tmp3;  // read back by buf2's loop" in code
@@ -223,7 +225,7 @@ def test_a_value_is_stashed_once_and_read_back_by_its_outputs_loop():
     x = torch.randn(16, 32)
     with kernel_logs() as records:
         (kernel,) = schedule(fn, x).steps
-    assert kernel.stash == {"buf1": "buf3"}
+        assert stashes(kernel) == {"buf1": "buf3"}
     assert any("already holds another reduction's values" in r for r in records)
     code = compile_fx(torch.fx.symbolic_trace(fn), [x]).code
     assert code.count("std::exp(") == 2  # the max of p computes e again; both outputs read it
@@ -251,7 +253,7 @@ def test_values_are_not_stashed_where_the_output_cannot_hold_them(fn, shapes, re
     args = [torch.randn(shape) for shape in shapes]
     with kernel_logs() as records:
         (kernel,) = schedule(fn, *args).steps
-    assert kernel.stash == {}
+        assert stashes(kernel) == {}
     assert any(reason in r for r in records)
     check_traced(fn, *args)
 
@@ -262,7 +264,7 @@ def test_cheap_values_are_computed_again_not_stashed():
         return y / y.sum(-1, keepdim=True)
 
     (kernel,) = schedule(fn, torch.randn(16, 32)).steps
-    assert kernel.stash == {}
+    assert stashes(kernel) == {}
 
 
 def outer_reduction_source(fn, *args):

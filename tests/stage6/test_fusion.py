@@ -30,7 +30,7 @@ def test_softmax_and_layer_norm_are_one_kernel(device):
 
 
 def test_a_persistent_softmax_computes_exp_once_without_a_stash(device):
-    # Stage 5's C++ stores exp(x - max) into the output to read it back (FusedKernel.stash);
+    # Stage 5's C++ stores exp(x - max) into the output to read it back (its stash.py);
     # a persistent Triton reduction holds the row in registers and shares it as it is.
     compiled = check_traced(softmax_of_exp, torch.randn(16, 32), device=device)
     assert compiled.code.count("tl.exp(") == 1

@@ -1,0 +1,77 @@
+"""The C++ writer's stash: a reduction loop stores a costly value where a later loop reads it.
+
+Softmax's last loop computes exp(x - max) again, the value its sum loop folded. Rather
+than compute it twice, the sum loop stores it into the output, and the last loop only
+scales the output in place:
+
+    for r0: { e = exp(x[r0] - max); out[r0] = e; sum += e; }   // read back by out's loop
+    for r0: { out[r0] = out[r0] / sum; }
+
+Inductor does this by realizing exp(x - max) as a buffer and shrinking it to one row
+per thread (torch/_inductor/codegen/cpp.py, `try_outer_loop_fusion_with_local_buf`);
+storing into the output row needs no buffer of its own. It is a decision of the C++
+writer (`CppKernel` asks `stashes` for its kernel), not of the scheduler: stage 6's
+persistent Triton reductions keep a whole row in registers, where the common value is
+computed once anyway.
+"""
+
+from stage1_eval_frame.logs import get_logger
+
+from .functionalize import WriteBack
+from .scheduler import FusedKernel, SchedulerNode
+
+log = get_logger("kernels")
+
+# Ops that cost more than a store and a load: a reduction's values are stashed only if
+# they call one. Inductor keeps a value read twice on CPU in a buffer for the same ops
+# (torch/_inductor/ir.py, `should_realize_on_reuse`). Without one, as in
+# `y = x * x + 1; y / y.sum()`, computing again measured as fast as reading back.
+HEAVY_OPS = frozenset({"exp", "log", "log1p", "log2", "sigmoid", "tanh"})
+
+
+def stashes(kernel: FusedKernel) -> dict[str, str]:
+    """Reduction -> the buffer its loop stores each value into: the first later output of
+    the kernel that computes the value again and can hold it."""
+    chosen: dict[str, str] = {}
+    for i, node in enumerate(kernel.nodes):
+        if worth_stashing(node, len(kernel.outer)):
+            stash_in_a_consumer(kernel, node, kernel.nodes[i + 1 :], chosen)
+    return chosen
+
+
+def worth_stashing(node: SchedulerNode, n_outer: int) -> bool:
+    """A reduction with a loop, over values that call a heavy op."""
+    if not node.is_reduction or not node.inner_ranges(n_outer):
+        return False
+    return not HEAVY_OPS.isdisjoint(node.op_names())
+
+
+def stash_in_a_consumer(kernel: FusedKernel, reduction: SchedulerNode, later, chosen: dict):
+    n = len(kernel.outer)
+    value = reduction.expressions(n)[-1]
+    for consumer in later:
+        if consumer.is_reduction or value not in consumer.expressions(n):
+            continue
+        reason = refuse_stash(kernel, reduction, consumer, chosen)
+        if reason is None:
+            chosen[reduction.name] = consumer.name
+            log.info("%s stashes its values in %s", reduction.name, consumer.name)
+            return
+        log.info("%s's values not stashed in %s: %s", reduction.name, consumer.name, reason)
+
+
+def refuse_stash(kernel: FusedKernel, reduction: SchedulerNode, consumer: SchedulerNode, chosen):
+    """Why `consumer`'s buffer cannot hold `reduction`'s values until its loop, or None."""
+    n = len(kernel.outer)
+    if consumer.name in kernel.local:
+        return "it stays in registers, there is no buffer to store into"
+    if isinstance(consumer.buffer, WriteBack):
+        return "it is a graph input, whose old values may still be read"
+    if consumer.inner_ranges(n) != reduction.inner_ranges(n):
+        return "its loop runs over other inner ranges"
+    value_dtype, dtype = reduction.buffer.data.src_dtype, consumer.buffer.layout.dtype
+    if value_dtype != dtype:
+        return f"the value is {value_dtype}, the buffer {dtype}"
+    if consumer.name in chosen.values():
+        return "it already holds another reduction's values"
+    return None
