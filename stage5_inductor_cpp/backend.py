@@ -120,6 +120,8 @@ class CompiledGraph:
                 code = self.compile_graph(gm, args)
             if code.torch_reason:
                 raise SymbolicUnsupported(code.torch_reason)
+            if code.fits is None:  # every symbol was pinned to its value by a guard
+                raise SymbolicUnsupported("the lowering specialised every symbol")
         except Exception as error:  # any: the per-size code is still correct
             # SymbolicUnsupported: a kernel cannot take these sizes (sizes.py); TypeError:
             # sympy cannot decide a comparison a lowering wrote for ints; the rest, a lowering

@@ -9,7 +9,6 @@ the inputs; shapes come from the lowerings. An extern's layout comes from runnin
 on meta tensors with our layouts. Outputs land with eager's strides (layouts.py).
 """
 
-import contextlib
 import dataclasses
 import operator
 import warnings
@@ -183,9 +182,15 @@ class GraphLowering:
 
     def run(self) -> "GraphLowering":
         # Symbolic sizes (sizes.py): the inputs are FakeTensors, and torch's answers about
-        # them (meta functions, stand-ins) come from their FakeTensorMode, as in inductor.
+        # them (meta functions, stand-ins) come from their FakeTensorMode, as in inductor;
+        # with the Python dispatcher on, as the frontend traced them (shapes.py): a C++ kernel
+        # that reads plain sizes (`x @ w` in torch 2.11) would pin each symbol to its value.
         fakes = [a for a in self.example_inputs if isinstance(a, FakeTensor)]
-        with fakes[0].fake_mode if fakes else contextlib.nullcontext():
+        if not fakes:
+            return self.lower()
+        from torch._dispatch.python import enable_python_dispatcher
+
+        with fakes[0].fake_mode, enable_python_dispatcher():
             return self.lower()
 
     def lower(self) -> "GraphLowering":

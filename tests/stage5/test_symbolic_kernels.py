@@ -56,7 +56,7 @@ def matmul_relu(x):
 
 
 def arange_rows(x):
-    return x + torch.arange(x.shape[0], dtype=x.dtype).unsqueeze(1)
+    return x + torch.arange(x.shape[0], dtype=x.dtype, device=x.device).unsqueeze(1)
 
 
 def cat_sum(x):
