@@ -136,3 +136,16 @@ def kernel_logs():
     finally:
         logger.removeHandler(handler)
         logger.setLevel(level)
+
+
+class KeepGraphs:
+    """A backend for the frontend (`stage4_fx.compile(fn, backend=KeepGraphs())`) that compiles
+    with `compile` (stage 5's by default) and keeps each compiled graph, to ask it what it
+    compiled (`.symbolic`, `.specializations`)."""
+
+    def __init__(self, compile=compile_fx):
+        self.compile, self.graphs = compile, []
+
+    def __call__(self, gm, example_inputs):
+        self.graphs.append(self.compile(gm, example_inputs))
+        return self.graphs[-1]

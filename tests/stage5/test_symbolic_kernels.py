@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 import stage4_fx
 from stage5_inductor_cpp import compile_fx
-from stage5_inductor_cpp.backend import CompiledGraph
 from tests.oracle import assert_same_as_eager
+from tests.stage5.helpers import KeepGraphs
 
 
 @pytest.fixture(autouse=True)
@@ -24,17 +24,6 @@ def fresh():
     stage4_fx.reset()
     yield
     stage4_fx.reset()
-
-
-class Backend:
-    """Stage 5's backend, keeping every compiled graph."""
-
-    def __init__(self):
-        self.graphs: list[CompiledGraph] = []
-
-    def __call__(self, gm, example_inputs):
-        self.graphs.append(compile_fx(gm, example_inputs))
-        return self.graphs[-1]
 
 
 def softmax_by_hand(x):
@@ -90,7 +79,7 @@ PROGRAMS = [
 
 @pytest.mark.parametrize("fn", PROGRAMS, ids=lambda f: f.__name__)
 def test_one_symbolic_compile_serves_every_size(fn):
-    backend = Backend()
+    backend = KeepGraphs()
     compiled = stage4_fx.compile(fn, backend=backend)
     for rows in (4, 5, 6, 9, 17, 3):
         assert_same_as_eager(compiled, fn, torch.randn(rows, 8))
@@ -103,7 +92,7 @@ def test_one_symbolic_compile_serves_every_size(fn):
 
 
 def test_the_kernel_takes_the_symbol_as_an_argument():
-    backend = Backend()
+    backend = KeepGraphs()
     compiled = stage4_fx.compile(softmax_by_hand, backend=backend)
     for rows in (4, 5):
         compiled(torch.randn(rows, 8))
@@ -123,7 +112,7 @@ def test_a_decision_on_a_symbol_is_guarded():
     def first_rows(x):
         return x[:5] * 2
 
-    backend = Backend()
+    backend = KeepGraphs()
     compiled = stage4_fx.compile(first_rows, backend=backend)
     for rows in (6, 7, 8, 3, 2):
         assert_same_as_eager(compiled, first_rows, torch.randn(rows, 4))
@@ -138,7 +127,7 @@ def test_sizes_a_kernel_cannot_take_compile_per_size_and_say_why(caplog):
     def every_other(x):
         return x[::2] + 1
 
-    backend = Backend()
+    backend = KeepGraphs()
     compiled = stage4_fx.compile(every_other, backend=backend)
     with caplog.at_level(logging.INFO, logger="minidynamo.recompiles"):
         for rows in (4, 5, 6, 7):
@@ -151,7 +140,7 @@ def test_sizes_a_kernel_cannot_take_compile_per_size_and_say_why(caplog):
 
 
 def test_a_call_whose_strides_differ_gets_its_own_specialisation():
-    backend = Backend()
+    backend = KeepGraphs()
     compiled = stage4_fx.compile(layer_norm, backend=backend)
     for rows in (4, 5):
         compiled(torch.randn(rows, 8))
@@ -165,7 +154,7 @@ def test_a_marked_dim_compiles_once_symbolic():
     def scaled(x):
         return x.sin() * x.shape[0]
 
-    backend = Backend()
+    backend = KeepGraphs()
     compiled = stage4_fx.compile(scaled, backend=backend)
     for rows in (3, 7, 11):
         x = torch.randn(rows, 5)

@@ -10,6 +10,7 @@ import torch
 import stage4_fx
 from stage6_inductor_triton import compile_fx
 from tests.oracle import assert_same_as_eager
+from tests.stage5.helpers import KeepGraphs
 from tests.stage5.test_symbolic_kernels import PROGRAMS
 from tests.stage6.helpers import DEVICES
 
@@ -21,19 +22,10 @@ def fresh():
     stage4_fx.reset()
 
 
-class Backend:
-    def __init__(self):
-        self.graphs = []
-
-    def __call__(self, gm, example_inputs):
-        self.graphs.append(compile_fx(gm, example_inputs))
-        return self.graphs[-1]
-
-
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("fn", PROGRAMS, ids=lambda f: f.__name__)
 def test_one_symbolic_compile_serves_every_size(fn, device):
-    backend = Backend()
+    backend = KeepGraphs(compile_fx)
     compiled = stage4_fx.compile(fn, backend=backend)
     for rows in (4, 5, 9, 3):
         assert_same_as_eager(compiled, fn, torch.randn(rows, 8, device=device))
@@ -45,7 +37,7 @@ def test_a_reduction_over_a_symbol_loops():
     def column_sums(x):
         return x.sum(0) * 2
 
-    backend = Backend()
+    backend = KeepGraphs(compile_fx)
     compiled = stage4_fx.compile(column_sums, backend=backend)
     for rows in (4, 5, 700):
         assert_same_as_eager(compiled, column_sums, torch.randn(rows, 3))

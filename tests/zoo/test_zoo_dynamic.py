@@ -16,18 +16,7 @@ import torch
 import stage3_guards
 import stage4_fx
 from benchmarks.zoo import ZOO, tensors_of
-from stage5_inductor_cpp import compile_fx
-
-
-class Inductor:
-    """Stage 5's backend, keeping the graphs it compiles."""
-
-    def __init__(self):
-        self.graphs = []
-
-    def __call__(self, gm, example_inputs):
-        self.graphs.append(compile_fx(gm, example_inputs))
-        return self.graphs[-1]
+from tests.stage5.helpers import KeepGraphs
 
 SIZES = [(1, 8), (2, 16), (16, 128), (5, 64), (8, 8), (3, 100)]  # (batch, sequence length)
 
@@ -36,7 +25,7 @@ SIZES = [(1, 8), (2, 16), (16, 128), (5, 64), (8, 8), (3, 100)]  # (batch, seque
 @pytest.mark.parametrize("name", ["bert", "gpt2"])
 def test_a_transformer_compiles_twice_over_batch_and_sequence_lengths(name, backend):
     model, _ = ZOO[name]("small")
-    inductor = Inductor()
+    inductor = KeepGraphs()
     compiled = stage4_fx.compile(model, backend=inductor if backend == "inductor" else backend)
     with torch.no_grad():
         for batch, length in SIZES:
@@ -53,5 +42,5 @@ def test_a_transformer_compiles_twice_over_batch_and_sequence_lengths(name, back
     assert cache.recompile_reasons[0].endswith("dim 1 of item 0 of local 'args' is now dynamic")
     if backend == "inductor":
         static, symbolic = inductor.graphs
-        assert symbolic.symbolic is not None, symbolic.per_size_reason
+        assert static.symbolic is None and symbolic.symbolic is not None, symbolic.per_size_reason
         assert set(map(id, symbolic.specializations.values())) == {id(symbolic.symbolic)}
