@@ -323,8 +323,10 @@ class CppKernel(KernelWriter):
         self.lines += loop_nest("r", data.reduction_ranges, body, "")
         self.define(node, Value(f"{acc}_index", None))
 
-    def outer_reduction(self) -> SchedulerNode | None:
-        """The reduction to write with its last outer loop inside its reduction loops, or None.
+    def outer_reductions(self) -> list[tuple[list, list[list[SchedulerNode]]]] | None:
+        """The kernel's nodes as phases to write with the last outer loop inside their
+        reduction loops, or None: each phase is reductions that share one loop over their
+        inputs, then the loops of the pointwise nodes that follow.
 
         A reduction whose loads are contiguous along the last outer dim and not along the
         reduction (a 3x3 max-pool of a channels-last image: the window steps by whole pixels,
@@ -332,50 +334,101 @@ class CppKernel(KernelWriter):
         an accumulator per element of the last outer dim, and the SIMD loop over that dim,
         inside the reduction loops. Inductor's C++ backend vectorizes such "outer"
         reductions the same way (torch/_inductor/codegen/cpp.py, its `outer_loop_fusion`
-        and tiling)."""
-        loops, n = self.kernel.loops(), self.n
-        reduction = loops[0][0]
-        if n == 0 or not reduction.is_reduction or len(loops[0]) != 1:
-            return None
-        if any(node.inner_ranges(n) for loop in loops[1:] for node in loop):
-            return None  # the nodes after it must be one value per output element
-        data = reduction.buffer.data
-        if data.reduction_type not in REDUCTIONS or reduction.name in self.stashes:
+        and tiling). A kernel may hold several (a channels-last BatchNorm: the mean, then
+        the squared deviations from it; in its backward, the sums of the gradient and of the
+        gradient times the input): consecutive reductions over the same ranges that do not
+        read each other share one loop, which reads their common inputs once."""
+        n, nodes = self.n, self.kernel.nodes
+        if n == 0 or not nodes[0].is_reduction:
             return None
         if is_symbolic(self.kernel.outer[-1]) or self.kernel.outer[-1] > OUTER_REDUCTION_LIMIT:
-            return None  # its accumulators are an array of that size, on the stack
-        last, rs = f"x{n - 1}", [f"r{i}" for i in range(len(data.reduction_ranges))]
-        loads = [index for _, index in reduction.loads(n)]
-        contiguous = all(index.coefficient(last) == 1 for index in loads)
-        if not loads or not contiguous or any(i.coefficient(r) == 1 for i in loads for r in rs):
-            return None
-        return reduction
+            return None  # its accumulators are arrays of that size, on the stack
+        phases: list[tuple[list[SchedulerNode], list[list[SchedulerNode]]]] = []
+        for loop in self.kernel.loops():
+            node = loop[0]
+            if not node.is_reduction:
+                phases[-1][1].append(loop)
+            elif not self.interchangeable(node):
+                return None
+            elif phases and not phases[-1][1] and self.shares_loop(phases[-1][0], node):
+                phases[-1][0].append(node)
+            else:
+                phases.append(([node], []))
+        return phases
 
-    def write_outer_reduction(self, node: SchedulerNode) -> list[str]:
-        """The body of the outer loops but the last: accumulators, the reduction loops
-        around a SIMD loop over the last outer dim, then a loop that stores each result."""
-        data, acc, last = node.buffer.data, f"acc_{node.name}", f"x{self.n - 1}"
-        t, init, update, track_nan = self.accumulator(node)
-        size = self.kernel.outer[-1]
-        lines = [f"{t} {acc}[{size}];"] + ([f"int {acc}_nan[{size}];"] if track_nan else [])
-        starts = [f"{acc}[{last}] = {init};"] + ([f"{acc}_nan[{last}] = 0;"] if track_nan else [])
-        lines += loop_nest_var(last, size, starts, "#pragma omp simd")
-        with self.block() as body:
-            value = node.call_inner_fn(self, self.n)
-            body.append(update.format(acc=f"{acc}[{last}]", v=value, t=t))
-            if track_nan:
-                body.append(f"{acc}_nan[{last}] |= ({value} != {value});")
-        lines += loop_nest(
-            "r", data.reduction_ranges, loop_nest_var(last, size, body, "#pragma omp simd"), ""
+    def interchangeable(self, node: SchedulerNode) -> bool:
+        """Whether a reduction's loads are contiguous along the last outer dim, and not
+        along its reduction."""
+        data = node.buffer.data
+        if data.reduction_type not in REDUCTIONS or node.name in self.stashes:
+            return False
+        last, rs = f"x{self.n - 1}", [f"r{i}" for i in range(len(data.reduction_ranges))]
+        loads = [index for _, index in node.loads(self.n)]
+        contiguous = all(index.coefficient(last) == 1 for index in loads)
+        return (
+            bool(loads) and contiguous and not any(i.coefficient(r) == 1 for i in loads for r in rs)
         )
-        with self.block() as after:
-            element = f"{acc}[{last}]"
-            if track_nan:
-                element = f"{acc}_nan[{last}] ? std::numeric_limits<{t}>::quiet_NaN() : {element}"
-            self.define(node, Value(element, None))
-            for loop in self.kernel.loops()[1:]:
-                self.pointwise_loop(loop, simd=True)
-        return lines + loop_nest_var(last, size, after, "#pragma omp simd")
+
+    @staticmethod
+    def shares_loop(group: list[SchedulerNode], node: SchedulerNode) -> bool:
+        ranges = group[0].buffer.data.reduction_ranges
+        reads = node.reads()
+        return node.buffer.data.reduction_ranges == ranges and not any(
+            g.name in reads for g in group
+        )
+
+    def write_outer_reductions(self, phases) -> list[str]:
+        """The body of the outer loops but the last, per phase: accumulators, the reduction
+        loops around a SIMD loop over the last outer dim, then a loop over that dim for the
+        results and the pointwise nodes. A value a later phase reads is kept in a row too."""
+        last, size, lines = f"x{self.n - 1}", self.kernel.outer[-1], []
+        nodes = [[*group, *(n for loop in loops for n in loop)] for group, loops in phases]
+        later_reads = [set() for _ in phases]
+        for i in range(len(phases) - 2, -1, -1):
+            later_reads[i] = later_reads[i + 1] | set().union(*[n.reads() for n in nodes[i + 1]])
+        for (reductions, loops), phase, read_later in zip(phases, nodes, later_reads, strict=True):
+            starts, elements = [], {}
+            pointwise_loops = [n for loop in loops for n in loop if n.inner_ranges(self.n)]
+            with self.block() as body:
+                for node in reductions:
+                    acc = f"acc_{node.name}"
+                    t, init, update, track_nan = self.accumulator(node)
+                    lines.append(f"{t} {acc}[{size}];")
+                    starts.append(f"{acc}[{last}] = {init};")
+                    if track_nan:
+                        lines.append(f"int {acc}_nan[{size}];")
+                        starts.append(f"{acc}_nan[{last}] = 0;")
+                    value = node.call_inner_fn(self, self.n)
+                    body.append(update.format(acc=f"{acc}[{last}]", v=value, t=t))
+                    if track_nan:
+                        body.append(f"{acc}_nan[{last}] |= ({value} != {value});")
+                    element = f"{acc}[{last}]"
+                    if track_nan:
+                        element = (
+                            f"{acc}_nan[{last}] ? std::numeric_limits<{t}>::quiet_NaN() : {element}"
+                        )
+                    elements[node.name] = element
+            lines += loop_nest_var(last, size, starts, "#pragma omp simd")
+            ranges = reductions[0].buffer.data.reduction_ranges
+            lines += loop_nest("r", ranges, loop_nest_var(last, size, body, "#pragma omp simd"), "")
+            rows = [n for n in phase if n.name in read_later and n not in pointwise_loops]
+            with self.block() as after:
+                for node in reductions:
+                    self.define(node, Value(elements[node.name], None))
+                for loop in loops:
+                    self.pointwise_loop(loop, simd=True)
+                for node in rows:
+                    after.append(
+                        f"{node.name}_row[{last}] = {self.scopes[-1][('local', node.name)]};"
+                    )
+            for node in rows:
+                ctype = self.overrides.ctype(node.buffer.layout.dtype)
+                lines.append(f"{ctype} {node.name}_row[{size}];")
+                row = Value(f"{node.name}_row[{last}]", node.buffer.layout.dtype)
+                self.scopes[0][("local", node.name)] = row
+            simd = not pointwise_loops  # no loop inside
+            lines += loop_nest_var(last, size, after, "#pragma omp simd" if simd else "")
+        return lines
 
     def generate(self) -> str:
         kernel, n = self.kernel, self.n
@@ -383,8 +436,8 @@ class CppKernel(KernelWriter):
             not node.is_reduction and not node.inner_ranges(n) for node in kernel.nodes
         )
         outer = kernel.outer
-        if (interchanged := self.outer_reduction()) is not None:
-            body, outer = self.write_outer_reduction(interchanged), kernel.outer[:-1]
+        if (phases := self.outer_reductions()) is not None:
+            body, outer = self.write_outer_reductions(phases), kernel.outer[:-1]
         else:
             with self.block() as body:
                 for loop in kernel.loops():

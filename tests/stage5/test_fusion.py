@@ -289,6 +289,25 @@ def test_a_reduction_contiguous_across_outputs_accumulates_a_row_of_them():
     assert "[16];" in outer_reduction_source(stem, image)  # (N, H, W) outer, 16 channels inner
 
 
+def test_reductions_of_a_channels_last_image_share_one_loop_and_a_row_each():
+    """BatchNorm's statistics over a channels-last image, per channel: the mean, then the
+    squared deviations from it, read the mean from a row; the sums of `g` and of `g * x`,
+    which do not read each other, share the loop that reads `g` and `x` once. Each has a
+    row of accumulators, the SIMD loop over the channels."""
+
+    def fn(x, g):
+        mean = x.mean((0, 2, 3), keepdim=True)
+        var = ((x - mean) ** 2).mean((0, 2, 3), keepdim=True)
+        deviation = x - mean
+        return deviation * torch.rsqrt(var + 1e-5), g.sum((0, 2, 3)), (g * deviation).sum((0, 2, 3))
+
+    x, g = (torch.randn(4, 16, 10, 10).contiguous(memory_format=torch.channels_last) for _ in "xg")
+    source = outer_reduction_source(fn, x, g)
+    kernel = source[source.index("cpp_fused_sum") :].split("extern")[0]
+    assert kernel.count("for (int64_t r0") == 2  # two loops over the image, not four
+    assert "buf0_row[x0]" in kernel and "double acc_buf3[16];" in kernel
+
+
 def test_a_reduction_along_memory_stays_an_inner_loop():
     source = outer_reduction_source(lambda a: a.sum(1), torch.randn(64, 300))
     assert "acc_buf0 = " in source and "acc_buf0[" not in source
