@@ -3,6 +3,7 @@
     python benchmarks/bench_stage5.py            # the table
     python benchmarks/bench_stage5.py --quick    # smaller sizes, for a smoke test
     python benchmarks/bench_stage5.py --json docs/data/bench_stage5.json   # and record them
+    python benchmarks/bench_stage5.py --dynamic --json docs/data/bench_stage5_dynamic.json
 
 Times are medians of repeated calls after warm-up, taken in turns (eager, inductor,
 ours, eager, ...) so that a noisy neighbour slows all three alike. Compile times are
@@ -123,8 +124,25 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--json", metavar="PATH", help="also write the results to PATH")
+    parser.add_argument("--dynamic", action="store_true", help="only the symbolic-sizes table")
     arguments = parser.parse_args()
     quick = arguments.quick
+    if arguments.dynamic:
+        dynamic_rows, dynamic_targets = dynamic_table(quick)
+        print(report.verdict(dynamic_targets))
+        if arguments.json:
+            report.write(
+                arguments.json,
+                benchmark="benchmarks/bench_stage5.py --dynamic",
+                what=f"median of 21 calls taken in turns after warm-up, float32, "
+                f"{torch.get_num_threads()} threads; symbolic: dynamic=True, static: dynamic=False",
+                device=report.cpu_description(),
+                labels={"torch_compile": "torch.compile (inductor, dynamic=True)"},
+                rows=[],
+                targets=dynamic_targets,
+                extra={"dynamic": dynamic_rows},
+            )
+        return
     rows, targets = [], []
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, times in ms (median)")
     print(f"{'case':<26}{'eager':>9}{'inductor':>10}{'ours':>9}{'ours/ind':>10}{'eager/ours':>12}")
