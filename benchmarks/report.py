@@ -117,7 +117,9 @@ def load(name: str) -> dict:
 def markdown(name: str) -> str:
     """What a chapter prints for a recorded file: where and when, the table, the chart."""
     data = load(name)
-    parts = [provenance(data), table(data), chart(data)]
+    parts = [provenance(data)]
+    if data["rows"]:  # a file may keep its results in `extra` (bench_stage5 --dynamic)
+        parts += [table(data), chart(data)]
     if data["targets"]:
         parts.append(targets(data))
     return "\n\n".join(parts)

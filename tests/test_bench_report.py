@@ -132,7 +132,7 @@ def test_every_recorded_file_has_the_format_and_renders(path):
         assert {"workload", "eager_us", "torch_compile_us", "ours_us"} | ratios <= set(row)
     assert all(set(t) == {"target", "met"} for t in data["targets"])
     text = report.markdown(path.stem)
-    assert text.count("```mermaid") == 1 and data["device"] in text
+    assert text.count("```mermaid") == (1 if data["rows"] else 0) and data["device"] in text
 
 
 def test_the_verdict_names_each_missed_target():
