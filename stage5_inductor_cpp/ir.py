@@ -425,7 +425,6 @@ class BufferView:
         return self.buffer.name if self.is_whole_buffer() else f"{self.buffer.name}<{self.layout}>"
 
 
-
 # Ops whose result is bool whatever their inputs; every other op keeps its first
 # tensor argument's dtype (lowering casts operands to one dtype first). Codegens
 # use this to declare each temporary with its type.
