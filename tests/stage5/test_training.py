@@ -4,6 +4,8 @@ Eager is the oracle for the outputs, the gradients and the inputs' writes (Batch
 running statistics); the compiled forward and backward must both have made kernels.
 """
 
+import copy
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -14,6 +16,7 @@ import stage4_fx
 from stage4_fx.aot import partition, trace_joint
 from stage5_inductor_cpp import compile_fx
 from stage5_inductor_cpp.aten import DECOMPOSITIONS
+from tests.stage5.helpers import KeepGraphs
 
 
 def twins(*tensors):
@@ -54,6 +57,24 @@ def both_compiled(compiled):
 
 def mlp(x, w, b):
     return F.gelu(x @ w + b).sum(-1)
+
+
+def conv_block(inplace: bool):
+    """conv, BatchNorm, ReLU, conv in training mode; its eager twin, an image, and the model
+    compiled by the frontend with stage 5 (the compiled graphs are in `made`)."""
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(4, 8, 3, padding=1, bias=False), torch.nn.BatchNorm2d(8),
+        torch.nn.ReLU(inplace=inplace), torch.nn.Conv2d(8, 4, 3, padding=1, bias=False),
+    ).train()  # fmt: skip
+    eager = copy.deepcopy(model)
+    made = KeepGraphs()
+    return (
+        model,
+        eager,
+        torch.randn(2, 4, 16, 16),
+        made.graphs,
+        stage4_fx.compile(model, backend=made),
+    )
 
 
 def test_the_joint_graph_splits_into_forward_and_backward_both_compiled():
@@ -149,16 +170,7 @@ def test_batch_norm_saves_its_input_alone_less_than_eager():
     # its decomposed backward reads both, and ReLU's output made from them: recomputed from
     # the convolution's output and two statistics, the block keeps one activation where
     # eager keeps two (BatchNorm's input, ReLU's output)
-    model = torch.nn.Sequential(
-        torch.nn.Conv2d(4, 8, 3, padding=1, bias=False), torch.nn.BatchNorm2d(8),
-        torch.nn.ReLU(inplace=True), torch.nn.Conv2d(8, 4, 3, padding=1, bias=False),
-    ).train()  # fmt: skip
-    eager = __import__("copy").deepcopy(model)
-    x = torch.randn(2, 4, 16, 16)
-    made = []
-    compiled = stage4_fx.compile(
-        model, backend=lambda gm, ex: made.append(compile_fx(gm, ex)) or made[-1]
-    )
+    model, eager, x, made, compiled = conv_block(inplace=True)
     compiled(x)  # compiles
     (plan,) = made[0].training.plans.values()
     saved = list(plan.parts.forward.graph.nodes)[-1].args[0][-plan.num_saved :]
@@ -175,16 +187,7 @@ def test_convolutions_train_channels_last_with_eagers_gradients():
     # As in inference (layouts.py), images between convolutions are stored channels-last,
     # in the backward too; the saved convolution output, which only the backward reads,
     # stays so, while the output the caller sees has eager's strides
-    model = torch.nn.Sequential(
-        torch.nn.Conv2d(4, 8, 3, padding=1, bias=False), torch.nn.BatchNorm2d(8),
-        torch.nn.ReLU(), torch.nn.Conv2d(8, 4, 3, padding=1, bias=False),
-    ).train()  # fmt: skip
-    eager = __import__("copy").deepcopy(model)
-    x = torch.randn(2, 4, 16, 16)
-    made = []
-    compiled = stage4_fx.compile(
-        model, backend=lambda gm, ex: made.append(compile_fx(gm, ex)) or made[-1]
-    )
+    model, eager, x, made, compiled = conv_block(inplace=False)
     saved = []
     with torch.autograd.graph.saved_tensors_hooks(lambda t: saved.append(t) or t, lambda t: t):
         out = compiled(x)
