@@ -120,29 +120,8 @@ def dynamic_table(quick: bool) -> tuple[list[dict], list[dict]]:
     return rows, targets
 
 
-def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--json", metavar="PATH", help="also write the results to PATH")
-    parser.add_argument("--dynamic", action="store_true", help="only the symbolic-sizes table")
-    arguments = parser.parse_args()
-    quick = arguments.quick
-    if arguments.dynamic:
-        dynamic_rows, dynamic_targets = dynamic_table(quick)
-        print(report.verdict(dynamic_targets))
-        if arguments.json:
-            report.write(
-                arguments.json,
-                benchmark="benchmarks/bench_stage5.py --dynamic",
-                what=f"median of 21 calls taken in turns after warm-up, float32, "
-                f"{torch.get_num_threads()} threads; symbolic: dynamic=True, static: dynamic=False",
-                device=report.cpu_description(),
-                labels={"torch_compile": "torch.compile (inductor, dynamic=True)"},
-                rows=[],
-                targets=dynamic_targets,
-                extra={"dynamic": dynamic_rows},
-            )
-        return
+def all_tables(quick: bool) -> tuple[list[dict], list[dict], dict]:
+    """The main table, the symbolic one and the compile times: rows, targets, extra."""
     rows, targets = [], []
     print(f"torch {torch.__version__}, {torch.get_num_threads()} threads, times in ms (median)")
     print(f"{'case':<26}{'eager':>9}{'inductor':>10}{'ours':>9}{'ours/ind':>10}{'eager/ours':>12}")
@@ -179,18 +158,35 @@ def main():
     print(f"compile times of the chain, medians of {compile_times['runs']} fresh processes each:")
     print(bench_compile_time.table(compile_times))
     targets += bench_compile_time.targets(compile_times)
+    return rows, targets, {"chain_compile_s": compile_times, "dynamic": dynamic_rows}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--json", metavar="PATH", help="also write the results to PATH")
+    parser.add_argument("--dynamic", action="store_true", help="only the symbolic-sizes table")
+    arguments = parser.parse_args()
+    what = f"median of 21 calls taken in turns after warm-up, float32, {torch.get_num_threads()} "
+    if arguments.dynamic:
+        dynamic_rows, targets = dynamic_table(arguments.quick)
+        rows, extra = [], {"dynamic": dynamic_rows}
+        benchmark, label = "benchmarks/bench_stage5.py --dynamic", "inductor, dynamic=True"
+        what += "threads; symbolic: dynamic=True, static: dynamic=False"
+    else:
+        rows, targets, extra = all_tables(arguments.quick)
+        benchmark, label, what = "benchmarks/bench_stage5.py", "inductor", what + "threads"
     print(report.verdict(targets))
     if arguments.json:
         report.write(
             arguments.json,
-            benchmark="benchmarks/bench_stage5.py",
-            what=f"median of 21 calls taken in turns after warm-up, float32, "
-            f"{torch.get_num_threads()} threads",
+            benchmark=benchmark,
+            what=what,
             device=report.cpu_description(),
-            labels={"torch_compile": "torch.compile (inductor)"},
+            labels={"torch_compile": f"torch.compile ({label})"},
             rows=rows,
             targets=targets,
-            extra={"chain_compile_s": compile_times, "dynamic": dynamic_rows},
+            extra=extra,
         )
 
 

@@ -28,7 +28,7 @@ from collections.abc import Callable
 
 import torch
 
-from .sizes import as_sizes, free_symbols, is_symbolic, text
+from .sizes import as_sizes, free_symbols, is_symbolic, operand, text
 
 # ----------------------------------------------------------------------------- index math
 
@@ -77,16 +77,10 @@ class Index:
     def __str__(self) -> str:
         # outer variables (x) first, then inner ones (r): `4096*x0 + r0`
         terms = sorted(self.terms, key=lambda t: (not t[0].startswith("x"), t[0]))
-        parts = [name if coef == 1 else f"{_factor(coef)}*{name}" for name, coef in terms]
+        parts = [name if coef == 1 else f"{operand(coef)}*{name}" for name, coef in terms]
         if self.offset != 0 or not parts:
             parts.append(text(self.offset))
         return " + ".join(parts).replace("+ -", "- ")
-
-
-def _factor(coef) -> str:
-    """A coefficient before `*`: `4096`, `s17`, `(s17 + 1)`."""
-    written = text(coef)
-    return f"({written})" if " " in written else written
 
 
 def contiguous_strides(size) -> tuple[int, ...]:

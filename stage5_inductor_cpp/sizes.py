@@ -5,7 +5,7 @@ for some sizes, kept in a `ShapeEnv`. Its lowering here uses their sympy express
 (`s17`, `8*s17`) wherever it would use an int: in `Layout` sizes and strides, loop
 ranges, and the coefficients of an `Index` (`8*s17*x0 + r0` is still affine in the
 loop variables; only its coefficients are symbols). Inductor does the same
-(torch/_inductor/sizevars.py); `SizeVars` is its small cousin.
+(torch/_inductor/sizevars.py); this file is its small cousin.
 
 Three things change where sizes are symbols:
   * a comparison of two sizes is structural (`s17 == s17`, `s17 != 1`: torch makes 0
@@ -177,3 +177,9 @@ def text(value) -> str:
     if expr.is_Pow and expr.exp.is_Integer and expr.exp > 0:
         return "*".join([text(expr.base)] * int(expr.exp))
     raise SymbolicUnsupported(f"the size {value} is not a sum of products of symbols")
+
+
+def operand(value) -> str:
+    """A size as an operand of `*`, `//` or `%`: `64`, `-1`, `s77`, `(2*s77)`, `(s77 + 1)`."""
+    written = text(value)
+    return written if not is_symbolic(value) or written.isidentifier() else f"({written})"

@@ -85,14 +85,18 @@ class WrapperCode:
         self.namespace[name] = v
         return name
 
-    def generate(self) -> str:
+    def arguments(self) -> list[str]:
+        """The lines that name the call's arguments, then its symbols' values (sizes.py)."""
         names = [
             b.name if b is not None else f"_scalar{i}" for i, b in enumerate(self.graph.inputs)
         ]
+        lines = []
         if names:  # a graph of constants alone (torch.ones(3) * 2) has no inputs
-            self.lines.append(f"    {', '.join(names)}{',' if len(names) == 1 else ''} = args")
-        for symbol, source in self.symbols.items():  # sizes.py: this call's values
-            self.lines.append(f"    {symbol} = {source}")
+            lines.append(f"    {', '.join(names)}{',' if len(names) == 1 else ''} = args")
+        return lines + [f"    {symbol} = {source}" for symbol, source in self.symbols.items()]
+
+    def generate(self) -> str:
+        self.lines += self.arguments()
         free = self.plan_reuse()
         for i, step in enumerate(self.steps):
             if isinstance(step, FusedKernel):
@@ -173,13 +177,7 @@ class WrapperCode:
     def fits(self) -> str:
         """`fits(args)`: whether a call's tensors have the layouts the code was compiled for,
         with its symbols' values (sizes.py); only symbolic code needs to ask."""
-        lines = ["def fits(args):"]
-        names = [
-            b.name if b is not None else f"_scalar{i}" for i, b in enumerate(self.graph.inputs)
-        ]
-        lines.append(f"    {', '.join(names)}{',' if len(names) == 1 else ''} = args")
-        for symbol, source in self.symbols.items():
-            lines.append(f"    {symbol} = {source}")
+        lines = ["def fits(args):", *self.arguments()]
         checks = []
         for b in filter(None, self.graph.inputs):
             layout = b.layout

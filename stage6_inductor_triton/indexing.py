@@ -9,13 +9,7 @@ flat indices, merging the dimensions that walk memory contiguously.
 import math
 
 from stage5_inductor_cpp.ir import Index
-from stage5_inductor_cpp.sizes import text
-
-
-def factor(size) -> str:
-    """A size as an operand of `*`, `//` or `%`: `64`, `s77`, `(2*s77)`, `(s77 + 1)`."""
-    written = text(size)
-    return written if written.isdigit() or written.isidentifier() else f"({written})"
+from stage5_inductor_cpp.sizes import operand, text
 
 
 def index_text(index: Index, xsizes, rsizes) -> tuple[str, frozenset]:
@@ -41,15 +35,15 @@ def index_text(index: Index, xsizes, rsizes) -> tuple[str, frozenset]:
             first = real[i]
             term, inner = f"{prefix}index", math.prod(sizes[last + 1 :])
             if inner != 1:
-                term = f"({term} // {factor(inner)})"
+                term = f"({term} // {operand(inner)})"
             if math.prod(sizes[:first]) != 1:  # dims further out exist: wrap around
-                term = f"({term} % {factor(math.prod(sizes[first : last + 1]))})"
-            parts.append(term if coef[last] == 1 else f"{factor(coef[last])}*{term}")
+                term = f"({term} % {operand(math.prod(sizes[first : last + 1]))})"
+            parts.append(term if coef[last] == 1 else f"{operand(coef[last])}*{term}")
             dims.add(prefix)
             i -= 1
     for name, coef in index.terms:  # index variables made of loaded values (`gather`)
         if not name.startswith(("x", "r")):
-            parts.append(name if coef == 1 else f"{factor(coef)}*{name}")
+            parts.append(name if coef == 1 else f"{operand(coef)}*{name}")
             dims |= name.dims
     if index.offset != 0 or not parts:
         parts.append(text(index.offset))
