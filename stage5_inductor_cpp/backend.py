@@ -24,13 +24,13 @@ import torch
 import torch.fx
 
 from stage1_eval_frame.logs import get_logger
-from stage3_guards import SameArguments
+from stage3_guards import SameArguments, config
 from stage4_fx.aot import AotGraph, aot_autograd, needs_autograd
 
 from . import cache
 from .aten import DECOMPOSITIONS, as_torch_calls
 from .codegen_cpp import PRELUDE, CppKernel
-from .graph import EagerOnly, GraphLowering
+from .graph import EagerOnly, GraphLowering, LoweringError
 from .ir import ExternKernel
 from .scheduler import FusedKernel, Scheduler
 from .sizes import SymbolicUnsupported, symbols_of
@@ -125,7 +125,10 @@ class CompiledGraph:
         except Exception as error:  # any: the per-size code is still correct
             # SymbolicUnsupported: a kernel cannot take these sizes (sizes.py); TypeError:
             # sympy cannot decide a comparison a lowering wrote for ints; the rest, a lowering
-            # that reads sizes as ints. Each size then compiles as a static graph does.
+            # that reads sizes as ints. Each size then compiles as a static graph does. An
+            # internal error is one still: strict mode (the tests) raises it.
+            if config.strict and isinstance(error, LoweringError):
+                raise
             self.per_size_reason = f"one specialisation per size: {type(error).__name__}: {error}"
             recompile_log.info("%s", self.per_size_reason)
             return

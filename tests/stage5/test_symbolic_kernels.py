@@ -175,3 +175,37 @@ def test_every_size_equals_eager(rows, cols, which):
     compiled = stage4_fx.compile(which, backend=compile_fx)
     for n in [5, *rows]:
         assert_same_as_eager(compiled, which, torch.randn(n, width))
+
+
+def sine(x):
+    return x.sin()
+
+
+def test_an_internal_error_of_a_symbolic_lowering_is_raised_in_strict_mode(monkeypatch):
+    """Out of strict mode a lowering's bug calls torch instead (with a warning); in strict
+    mode (the tests') it is an error, not a quiet fallback to one compile per size."""
+    from stage3_guards import config
+    from stage5_inductor_cpp.lowering import LOWERINGS
+    from stage5_inductor_cpp.sizes import is_symbolic
+
+    sin = LOWERINGS[torch.sin]
+
+    def buggy_sin(graph, out, x):
+        if any(map(is_symbolic, x.ranges)):
+            raise RuntimeError("a bug that only symbolic sizes meet")
+        return sin(graph, out, x)
+
+    monkeypatch.setitem(LOWERINGS, torch.sin, buggy_sin)
+    monkeypatch.setitem(LOWERINGS, "sin", buggy_sin)
+    monkeypatch.setattr(config, "strict", False)
+    backend = KeepGraphs()
+    compiled = stage4_fx.compile(sine, backend=backend)
+    for rows in (4, 5, 6):
+        assert_same_as_eager(compiled, sine, torch.randn(rows, 3))
+    assert backend.graphs[1].symbolic.extern_names == ("sin",)
+    stage4_fx.reset()
+    monkeypatch.setattr(config, "strict", True)
+    compiled = stage4_fx.compile(sine, backend=KeepGraphs())
+    compiled(torch.randn(4, 3))
+    with pytest.raises(stage4_fx.BackendCompilerFailed, match="only symbolic sizes meet"):
+        compiled(torch.randn(5, 3))
