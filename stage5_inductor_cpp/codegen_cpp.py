@@ -81,10 +81,10 @@ struct bfloat16 {
 
 // torch.maximum/minimum propagate NaN; std::max does not.
 template <typename T> inline T max_propagate_nan(T a, T b) {
-    return a != a ? a : (b != b ? b : (a > b ? a : b));
+    return a != a ? a : (b != b ? b : (a >= b ? a : b));  // equal: the first, as torch
 }
 template <typename T> inline T min_propagate_nan(T a, T b) {
-    return a != a ? a : (b != b ? b : (a < b ? a : b));
+    return a != a ? a : (b != b ? b : (a <= b ? a : b));
 }
 // torch.remainder: the result has the sign of the divisor (Python's %), unlike fmod.
 template <typename T> inline T remainder_python(T a, T b) {

@@ -15,13 +15,14 @@ from triton.language.extra import libdevice
 
 @triton.jit
 def maximum(a, b):
-    # torch.maximum and amax propagate NaN; tl.maximum does not.
-    return tl.where((a > b) | (a != a), a, b)
+    # torch.maximum and amax propagate NaN; tl.maximum does not. Of two equal values torch
+    # returns the first: maximum(0.0, -0.0) is 0.0, maximum(-0.0, 0.0) is -0.0.
+    return tl.where((a >= b) | (a != a), a, b)
 
 
 @triton.jit
 def minimum(a, b):
-    return tl.where((a < b) | (a != a), a, b)
+    return tl.where((a <= b) | (a != a), a, b)
 
 
 @triton.jit

@@ -112,3 +112,13 @@ def test_gelu_follows_torchs_formula(approximate, dtype):
     assert_lowered(compiled)
     alone = torch.stack([gelu(v) for v in x])
     torch.testing.assert_close(alone, expected, equal_nan=True, rtol=0, atol=0)
+
+
+def test_maximum_and_minimum_of_equal_zeros_return_the_first_as_torch():
+    # found by test_properties' random programs: torch.maximum(0.0, -0.0) is 0.0, and
+    # torch.maximum(-0.0, 0.0) is -0.0 (the sign shows in 1 / the result)
+    def fn(a, b):
+        return 1 / torch.maximum(a, b), 1 / torch.minimum(a, b), 1 / torch.maximum(b, a)
+
+    a, b = torch.tensor([0.0, 1.0]), torch.tensor([-0.0, 1.0])
+    check_lowered(fn, a, b)

@@ -16,7 +16,7 @@ from tests.stage5.test_special_values import (
     ZEROS,
     alpha_operands,
 )
-from tests.stage6.helpers import DEVICES, check_lowered, on
+from tests.stage6.helpers import DEVICES, check_lowered, check_traced, on
 
 DTYPES = [torch.float32, torch.float64]
 # CUDA's eager orders the signed zeros where it picks between a value and a number, as
@@ -81,3 +81,11 @@ def test_add_with_alpha_rounds_once(fn, device):
 def test_products_and_sums_of_two_ops_are_rounded_twice(fn, device):
     """On a GPU, Triton fuses them into FMAs unless told not to (`enable_fp_fusion`)."""
     check_lowered(fn, TWICE, device=device, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_maximum_and_minimum_of_equal_zeros_return_the_first_as_torch(device):
+    def fn(a, b):
+        return 1 / torch.maximum(a, b), 1 / torch.minimum(a, b), 1 / torch.maximum(b, a)
+
+    check_traced(fn, torch.tensor([0.0, 1.0]), torch.tensor([-0.0, 1.0]), device=device)
