@@ -29,7 +29,7 @@ from . import (  # noqa: F401  (they register lowerings)
     pooling,
     views,
 )
-from .bias_addmm import bias_addmm
+from .bias_addmm import WRITES_INTO_OUT, bias_addmm
 from .functionalize import Functionalization, OutOfPlace, WriteBack, without_inplace
 from .ir import (
     BufferView,
@@ -501,9 +501,11 @@ class GraphLowering:
             layout = Layout(as_sizes(out.shape), as_sizes(stride), out.dtype)
             arguments = pytree.tree_leaves((meta_args, meta_kwargs))
             shared = {storage_id(a) for a in arguments if isinstance(a, torch.Tensor)}
+            may_alias = storage_id(out) in shared
+            into_out = target in WRITES_INTO_OUT and not may_alias and layout.is_contiguous()
             buffer = ExternKernel(
-                self.new_name(), layout, target, tuple(args), dict(kwargs),
-                may_alias=storage_id(out) in shared,
+                self.new_name(), layout, WRITES_INTO_OUT[target] if into_out else target,
+                tuple(args), dict(kwargs), may_alias=may_alias, out=into_out,
             )  # fmt: skip
             self.buffers.append(buffer)
             return BufferView(buffer, layout)

@@ -364,6 +364,7 @@ class ExternKernel(Buffer):
     kwargs: dict = dataclasses.field(default_factory=dict)
     is_tensor: bool = True
     may_alias: bool = True  # may return a view of an argument (then its buffers stay alive)
+    out: bool = False  # writes into memory the wrapper plans (`out=`), as kernels do
 
     def inputs(self) -> list["BufferView"]:
         found = []

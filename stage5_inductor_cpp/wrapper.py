@@ -20,7 +20,7 @@ import torch.utils._pytree as pytree
 
 from .functionalize import WriteBack
 from .graph import ExternValue
-from .ir import BufferView, ComputedBuffer
+from .ir import BufferView, ExternKernel
 from .scheduler import ExternCall, FusedKernel
 from .sizes import is_symbolic, text
 
@@ -41,6 +41,12 @@ def with_layout(tensor, size, stride):
     if tuple(tensor.stride()) == stride or math.prod(size) <= 1:
         return tensor
     return torch.empty_strided(size, stride, dtype=tensor.dtype, device=tensor.device).copy_(tensor)
+
+
+def names_in(value) -> list[str]:
+    """The buffers an extern argument or an output refers to by name."""
+    leaves = pytree.tree_leaves(value, is_leaf=lambda v: isinstance(v, (BufferView, ExternValue)))
+    return [v.buffer.name for v in leaves if isinstance(v, (BufferView, ExternValue))]
 
 
 class WrapperCode:
@@ -97,67 +103,94 @@ class WrapperCode:
 
     def generate(self) -> str:
         self.lines += self.arguments()
-        free = self.plan_reuse()
+        free, dead = self.plan_memory()
         for i, step in enumerate(self.steps):
             if isinstance(step, FusedKernel):
                 self.kernel_call(step, free.get(i, {}))
             else:
-                self.extern_call(step)
+                self.extern_call(step, free.get(i, {}))
+            if dead.get(i):
+                self.lines.append(f"    del {', '.join(dead[i])}")
         if written := [self.graph.inputs[i].name for i in self.graph.written_inputs]:
             # as after eager's in-place ops: autograd sees that the caller's tensors changed
             self.lines.append(f"    increment_version(({', '.join(written)},))")
         self.lines.append(f"    return {self.value(self.graph.outputs)}")
         return "\n".join(["def call(args):", *self.lines]) + "\n"
 
-    def plan_reuse(self) -> dict[int, dict[str, str]]:
-        """For each step, which of its outputs take over a dead buffer: {step: {new: old}}."""
-        never = {
-            leaf.buffer.name
-            for leaf in pytree.tree_leaves(self.graph.outputs)
-            if isinstance(leaf, BufferView)
+    def plan_memory(self) -> tuple[dict[int, dict[str, str]], dict[int, list[str]]]:
+        """For each step, which of its outputs take over a dead buffer ({step: {new: old}}),
+        and which buffers die after it ({step: [names]}).
+
+        A dead buffer is `del`eted after its last reader, as inductor's wrapper does: the
+        memory goes back to the allocator at once, and the next allocation of that size gets
+        it back, still mapped and in cache. Held to the end of the call instead, every
+        buffer of the graph is alive at once, and malloc hands the whole heap back to the
+        system when they are freed together: each call then faults all of it in again
+        (BERT's small config: 10,000 page faults a call, a quarter of its time).
+        """
+        returned = {
+            name for leaf in pytree.tree_leaves(self.graph.outputs) for name in names_in(leaf)
         }
-        last_use = {}
+        never = set(returned)  # never handed to another kernel
+        last_use, layouts = {}, {}  # layouts: the buffers whose memory is planned here
         for i, step in enumerate(self.steps):
+            for buffer in self.allocated(step):
+                layouts[buffer.name] = buffer.layout
+                last_use[buffer.name] = i  # dies at once if nothing reads it
             if isinstance(step, ExternCall):
                 if step.buffer.may_alias:  # its result may be a view of these: keep them
                     never |= {v.buffer.name for v in step.buffer.inputs()}
-                for view in step.buffer.inputs():
-                    last_use[view.buffer.name] = i
+                last_use[step.name] = i
+                for name in names_in((step.buffer.args, step.buffer.kwargs)):
+                    last_use[name] = i
             else:
                 for name in self.kernel_params[step.name]:
                     last_use[name] = i
-        # Only our own buffers: an extern's result may be a view of its input.
-        layouts = {
-            b.name: b.layout
-            for b in self.graph.buffers
-            if isinstance(b, ComputedBuffer) and not isinstance(b, WriteBack)
-        }
         plan, pool, released = {}, [], set()
         for i, step in enumerate(self.steps):
             for name, last in last_use.items():
                 if last < i and name in layouts and name not in never and name not in released:
                     pool.append(name)
                     released.add(name)
-            if not isinstance(step, FusedKernel):
-                continue
-            for node in step.nodes:
-                if node.name in step.local or isinstance(node.buffer, WriteBack):
-                    continue
-                match = next((old for old in pool if layouts[old] == node.buffer.layout), None)
+            for buffer in self.allocated(step):
+                match = next((old for old in pool if layouts[old] == buffer.layout), None)
                 if match is not None:
                     pool.remove(match)
-                    plan.setdefault(i, {})[node.name] = match
-        return plan
+                    plan.setdefault(i, {})[buffer.name] = match
+        named = {
+            b.name for b in self.graph.buffers if b.name in layouts or isinstance(b, ExternKernel)
+        }
+        taken_over = {old for reuse in plan.values() for old in reuse.values()}
+        dead = {}
+        for name, last in last_use.items():
+            if name in named and name not in returned and name not in taken_over:
+                dead.setdefault(last, []).append(name)
+        return plan, dead
+
+    @staticmethod
+    def allocated(step) -> list:
+        """The buffers a step writes into memory the wrapper gives it: a kernel's outputs
+        (not those in registers only, nor stores into an input), an `out=` extern's result."""
+        if isinstance(step, ExternCall):
+            return [step.buffer] if step.buffer.out else []
+        return [
+            node.buffer
+            for node in step.nodes
+            if node.name not in step.local and not isinstance(node.buffer, WriteBack)
+        ]
 
     def kernel_call(self, step: FusedKernel, reuse: dict[str, str]):
-        for node in step.nodes:
-            if node.name in step.local or isinstance(node.buffer, WriteBack):
-                continue  # in registers only, or stored into an input's memory
-            if node.name in reuse:
-                self.lines.append(f"    {node.name} = {reuse[node.name]}  # reuse")
-            else:
-                self.lines.append(f"    {node.name} = {self.allocation(node.buffer.layout)}")
+        for buffer in self.allocated(step):
+            self.allocate(buffer, reuse)
         self.lines.append(f"    {self.launch(step)}")
+
+    def allocate(self, buffer, reuse: dict[str, str]):
+        """`buffer`'s memory: a dead buffer of its layout (`reuse`), or new memory."""
+        if buffer.name in reuse:
+            old = reuse[buffer.name]
+            self.lines.append(f"    {buffer.name} = {old}; del {old}  # reuse")
+        else:
+            self.lines.append(f"    {buffer.name} = {self.allocation(buffer.layout)}")
 
     # The two lines a backend changes (stage 6: on the device, on a grid).
     placement = ""  # where buffers are allocated: stage 6 adds `, device='cuda:0'`
@@ -191,12 +224,17 @@ class WrapperCode:
         lines.append(f"    return {' and '.join(checks) or 'True'}")
         return "\n".join(lines) + "\n"
 
-    def extern_call(self, step: ExternCall):
+    def extern_call(self, step: ExternCall, reuse: dict[str, str]):
         buffer = step.buffer
         target = f"extern_{buffer.name}"
         self.namespace[target] = buffer.target
         args = [self.value(a) for a in buffer.args]
         args += [f"{k}={self.value(v)}" for k, v in buffer.kwargs.items()]
+        if buffer.out:  # into memory planned here, as a kernel's output
+            self.allocate(buffer, reuse)
+            args.append(f"out={buffer.name}")
+            self.lines.append(f"    {target}({', '.join(args)})  # {buffer.op_name}")
+            return
         self.lines.append(f"    {buffer.name} = {target}({', '.join(args)})  # {buffer.op_name}")
         if buffer.is_tensor:
             size, stride = sizes_text(buffer.layout.size), sizes_text(buffer.layout.stride)

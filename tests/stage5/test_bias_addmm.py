@@ -1,16 +1,18 @@
-"""The `mm + bias` rewrite (bias_addmm.py) on lowered graphs: what it makes, and when it refuses.
+"""bias_addmm.py on lowered graphs: `mm + bias` and `F.linear` as one addmm, into planned memory.
 
 test_fusion.py checks the same rewrite through the whole backend (the wrapper's
 `# addmm` lines, and results equal to eager's).
 """
 
-import operator
-
+import pytest
 import torch
+import torch.nn.functional as F
 
 from stage5_inductor_cpp.bias_addmm import broadcasts_to
 from stage5_inductor_cpp.graph import GraphLowering
 from stage5_inductor_cpp.ir import ComputedBuffer, ExternKernel
+from tests.oracle import assert_same_as_eager
+from tests.stage5.helpers import check_lowered, check_traced, compile_traced
 
 
 def lowered(fn, *args) -> GraphLowering:
@@ -38,10 +40,72 @@ def test_the_bias_may_come_first():
 
 def test_other_adds_and_other_ops_are_left_alone():
     x, w, b = torch.randn(4, 3), torch.randn(3, 5), torch.randn(5)
-    assert externs(lowered(lambda x, w, b: x @ w - b, x, w, b)) == [operator.matmul]
-    assert externs(lowered(lambda x, w, b: (x @ w).add(b, alpha=2), x, w, b)) == [operator.matmul]
+    assert externs(lowered(lambda x, w, b: x @ w - b, x, w, b)) == [torch.matmul]
+    assert externs(lowered(lambda x, w, b: (x @ w).add(b, alpha=2), x, w, b)) == [torch.matmul]
 
 
 def test_a_bias_that_would_grow_the_product_does_not_broadcast_to_it():
     assert broadcasts_to((5,), (4, 5)) and broadcasts_to((4, 1), (4, 5))
     assert not broadcasts_to((2, 4, 5), (4, 5)) and not broadcasts_to((3,), (4, 5))
+
+
+# --- F.linear: one addmm over the rows, into planned memory ----------------------------------
+
+LINEARS = {  # name: (fn, args, the product's extern)
+    "3d_bias": (F.linear, (torch.randn(2, 5, 8), torch.randn(6, 8), torch.randn(6)), "addmm"),
+    "3d_no_bias": (F.linear, (torch.randn(2, 5, 8), torch.randn(6, 8)), "mm"),
+    "2d_bias": (F.linear, (torch.randn(5, 8), torch.randn(6, 8), torch.randn(6)), "addmm"),
+    "1d_input": (F.linear, (torch.randn(8), torch.randn(6, 8), torch.randn(6)), "addmm"),
+    "transposed_2d": (
+        lambda x, w: F.linear(x.t(), w),
+        (torch.randn(8, 5), torch.randn(6, 8)),
+        "mm",
+    ),
+    "computed_rows": (
+        lambda x, w, b: F.linear(x.relu(), w, b).sin(),
+        (torch.randn(3, 4, 8), torch.randn(6, 8), torch.randn(6)),
+        "addmm",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", LINEARS)
+def test_linear_is_one_product_over_the_rows(name):
+    """`F.linear` is lowered as inductor decomposes it, and eager computes it on contiguous
+    rows: `addmm(b, x.view(-1, k), w.t())`, seen again with x's leading dims."""
+    fn, args, product = LINEARS[name]
+    compiled = check_lowered(fn, *args, externs=(product,))
+    assert compiled.last.extern_names == (product,)
+    assert "out=buf" in compiled.code  # into memory the wrapper planned
+
+
+def test_linear_of_rows_that_are_not_one_block_calls_torchs_linear():
+    x, w = torch.randn(5, 2, 8).transpose(0, 1), torch.randn(6, 8)
+    compiled = check_lowered(F.linear, x, w, externs=("linear",))
+    assert compiled.last.extern_names == ("linear",)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        (torch.randn(2, 5, 8), torch.randn(6, 7)),  # the inner sizes differ
+        (torch.randn(2, 5, 8), torch.randn(6, 8), torch.randn(4)),  # a bias of other length
+        (torch.randn(5, 8), torch.randn(6, 8, dtype=torch.float64)),  # two dtypes
+    ],
+)
+def test_linear_raises_eagers_error(args):
+    assert_same_as_eager(compile_traced(F.linear), F.linear, *args)
+
+
+def test_products_write_into_dead_buffers():
+    """An `out=` product takes a dead buffer of its layout, as a kernel's output does."""
+    x, w = torch.randn(64, 64), torch.randn(64, 64) * 0.1
+
+    def fn(x, w):
+        for _ in range(3):
+            x = (x @ w).sin()
+        return x
+
+    code = check_traced(fn, x, w).code
+    assert "extern_buf2(buf1, arg1, out=buf2)" in code
+    assert "buf2 = buf0; del buf0  # reuse" in code

@@ -1,6 +1,8 @@
 """The scheduler: how many kernels a graph becomes, what stays in registers; and what the
 C++ writer reuses (its stash)."""
 
+import weakref
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -191,6 +193,37 @@ def test_dead_buffers_are_reused():
     compiled = compile_fx(torch.fx.symbolic_trace(fn), [x, w])
     assert "# reuse" in compiled.code
     check_traced(fn, x, w)
+
+
+def grow(t):
+    """An op the inductor calls as an extern: it records which earlier arguments still live."""
+    if t.device.type == "cpu":  # a real call, not the lowering's meta run
+        grow.alive.append([ref() is not None for ref in grow.refs])
+        grow.refs.append(weakref.ref(t))
+    return torch.cat([t, t])
+
+
+torch.fx.wrap("grow")
+
+
+def test_dead_buffers_are_freed_after_their_last_reader():
+    """The wrapper `del`s each buffer after its last reader (inductor's wrapper does), so
+    that the allocator gets the memory back during the call: here each `sin` buffer is
+    gone by the next `grow`, none of whose sizes match for reuse."""
+
+    def fn(x):
+        for _ in range(4):
+            x = grow(x.sin())
+        return x
+
+    x = torch.randn(16)
+    grow.refs, grow.alive = [], []
+    compiled = compile_fx(torch.fx.symbolic_trace(fn), [x])
+    assert compiled.last.extern_names == ("grow",) * 4
+    grow.refs, grow.alive = [], []
+    found = compiled(x)
+    assert grow.alive == [[], [False], [False, False], [False, False, False]]
+    torch.testing.assert_close(found, fn(x))
 
 
 def test_output_code_is_printable_and_names_kernels():
