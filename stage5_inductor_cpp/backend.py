@@ -22,6 +22,7 @@ import logging
 
 import torch
 import torch.fx
+import torch.utils._pytree as pytree
 
 from stage1_eval_frame.logs import get_logger
 from stage3_guards import SameArguments, config
@@ -68,6 +69,50 @@ def devices_of(args) -> set[torch.device]:
     return {a.device for a in args if isinstance(a, torch.Tensor)}
 
 
+def cpu_scalars(args) -> tuple[torch.device | None, tuple[int, ...]]:
+    """The one device other than the CPU, and where 0-dim CPU tensors sit among its tensors:
+    eager takes them as numbers there, and so do inductor's kernels; ours read them from
+    the device, so they are copied there for the call (`on_device`)."""
+    others = {a.device for a in args if isinstance(a, torch.Tensor) and a.device.type != "cpu"}
+    if len(others) != 1:
+        return None, ()
+    positions = tuple(
+        i
+        for i, a in enumerate(args)
+        if isinstance(a, torch.Tensor) and a.device.type == "cpu" and a.dim() == 0
+    )
+    return next(iter(others)), positions
+
+
+def on_device(args, positions, device) -> list:
+    """`args`, with the CPU scalars at `positions` copied to `device`."""
+    moved = list(args)
+    for i in positions:
+        moved[i] = torch.empty((), dtype=args[i].dtype, device=device).copy_(args[i])
+    return moved
+
+
+def as_caller_sees(call, args, positions, device):
+    """`call(*args)` run with the CPU scalars at `positions` on `device`, as if run on
+    `args`: a scalar the graph writes into is written back into the caller's tensor, and
+    an output that shares memory with one is that view of the caller's tensor."""
+    moved = on_device(args, positions, device)
+    versions = [moved[i]._version for i in positions]
+    result = call(*moved)
+    for i, version in zip(positions, versions, strict=True):
+        if moved[i]._version != version:  # written in place (our wrappers bump it, as eager)
+            args[i].copy_(moved[i])
+    copies = {moved[i].untyped_storage().data_ptr(): args[i] for i in positions}
+
+    def original(value):
+        if isinstance(value, torch.Tensor) and value.untyped_storage().data_ptr() in copies:
+            base = copies[value.untyped_storage().data_ptr()]
+            return base.as_strided(value.shape, value.stride(), value.storage_offset())
+        return value
+
+    return pytree.tree_map(original, result)
+
+
 def specialization_key(args):
     key = []
     for arg in args:
@@ -95,6 +140,8 @@ class CompiledGraph:
         self.per_size_reason: str | None = None  # why a graph with symbols has none
         # A training graph's kernels are those of its two graphs, compiled at its first call.
         example_inputs = list(example_inputs)
+        device, self.scalar_positions = cpu_scalars(example_inputs)
+        example_inputs = on_device(example_inputs, self.scalar_positions, device)
         if needs_autograd(example_inputs):
             return
         if any(isinstance(a, torch.SymInt) for a in example_inputs):
@@ -223,6 +270,8 @@ class CompiledGraph:
         return part
 
     def __call__(self, *args):
+        if self.scalar_positions and (found := cpu_scalars(args))[1]:  # a GPU's graph
+            return as_caller_sees(self, args, found[1], found[0])
         if needs_autograd(args):
             return self.train(args)
         compiled = self.specialize(args)

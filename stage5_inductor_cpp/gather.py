@@ -10,7 +10,8 @@ and even on its path (`index_select` raises an IndexError over dim 0 and a Runti
 over dim 1). Our kernels cannot raise, so a call into torch checks the positions first
 (`checked`), and the kernels read them from what it returns: the same tensor. Where one
 is out of range, the check runs torch's own op on zeros, which raises eager's error.
-Inductor checks inside its kernels instead (a device assert on the GPU).
+Inductor checks inside its kernels instead (a device assert on the GPU); on the GPU
+ours asserts on the device as well (`torch._assert_async`), so that no call waits for it.
 """
 
 import torch
@@ -38,7 +39,13 @@ class IndexCheck:
 
     def __call__(self, positions: torch.Tensor) -> torch.Tensor:
         low = -self.size if self.negative_ok else 0
-        if bool(((positions < low) | (positions >= self.size)).any()):
+        in_range = ((positions >= low) & (positions < self.size)).all()
+        if positions.device.type != "cpu":
+            # Eager's GPU kernels check on the device (a device-side assert), and so does this:
+            # reading the answer here would make the CPU wait for the GPU on every call.
+            torch._assert_async(in_range, "a position is out of range: index out of bounds")
+            return positions
+        if not bool(in_range):
             size, stride, dtype = self.data
             zeros = torch.zeros(size, dtype=dtype, device=positions.device)
             self.op(torch.empty_strided(size, stride, dtype=dtype).copy_(zeros), positions)

@@ -89,7 +89,7 @@ class TritonCompiledGraph(CompiledGraph):
         if not devices:
             return None
         if len(devices) > 1:
-            return "the tensors are on several devices"
+            return f"the tensors are on several devices: {sorted(map(str, devices))}"
         (device,) = devices
         if device.type not in ("cuda", "cpu"):
             return f"Triton does not run on {device.type}"
