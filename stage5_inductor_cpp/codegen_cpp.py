@@ -377,31 +377,37 @@ class CppKernel(KernelWriter):
             g.name in reads for g in group
         )
 
-    def write_outer_reductions(self, phases) -> list[str]:
+    def write_outer_reductions(self, phases, split: bool) -> list[str]:
         """The body of the outer loops but the last, per phase: accumulators, the reduction
         loops around a SIMD loop over the last outer dim, then a loop over that dim for the
-        results and the pointwise nodes. A value a later phase reads is kept in a row too."""
+        results and the pointwise nodes. A value a later phase reads is kept in a row too.
+        `split`: the reduction loops are shared out among the threads (`split_reduction`)."""
         last, size, lines = f"x{self.n - 1}", self.kernel.outer[-1], []
         nodes = [[*group, *(n for loop in loops for n in loop)] for group, loops in phases]
         later_reads = [set() for _ in phases]
         for i in range(len(phases) - 2, -1, -1):
             later_reads[i] = later_reads[i + 1] | set().union(*[n.reads() for n in nodes[i + 1]])
         for (reductions, loops), phase, read_later in zip(phases, nodes, later_reads, strict=True):
-            starts, elements = [], {}
+            starts, elements, parts = [], {}, Accumulators()
             pointwise_loops = [n for loop in loops for n in loop if n.inner_ranges(self.n)]
             with self.block() as body:
                 for node in reductions:
                     acc = f"acc_{node.name}"
+                    into = f"{acc}_part" if split else acc  # what the reduction loops update
                     t, init, update, track_nan = self.accumulator(node)
                     lines.append(f"{t} {acc}[{size}];")
                     starts.append(f"{acc}[{last}] = {init};")
+                    parts.add(f"{t} {into}[{size}];", f"{into}[{last}] = {init};")
+                    parts.combine(update.format(acc=f"{acc}[{last}]", v=f"{into}[{last}]", t=t))
                     if track_nan:
                         lines.append(f"int {acc}_nan[{size}];")
                         starts.append(f"{acc}_nan[{last}] = 0;")
+                        parts.add(f"int {into}_nan[{size}];", f"{into}_nan[{last}] = 0;")
+                        parts.combine(f"{acc}_nan[{last}] |= {into}_nan[{last}];")
                     value = node.call_inner_fn(self, self.n)
-                    body.append(update.format(acc=f"{acc}[{last}]", v=value, t=t))
+                    body.append(update.format(acc=f"{into}[{last}]", v=value, t=t))
                     if track_nan:
-                        body.append(f"{acc}_nan[{last}] |= ({value} != {value});")
+                        body.append(f"{into}_nan[{last}] |= ({value} != {value});")
                     element = f"{acc}[{last}]"
                     if track_nan:
                         element = (
@@ -410,7 +416,8 @@ class CppKernel(KernelWriter):
                     elements[node.name] = element
             lines += loop_nest_var(last, size, starts, "#pragma omp simd")
             ranges = reductions[0].buffer.data.reduction_ranges
-            lines += loop_nest("r", ranges, loop_nest_var(last, size, body, "#pragma omp simd"), "")
+            nest = loop_nest("r", ranges, loop_nest_var(last, size, body, "#pragma omp simd"), "")
+            lines += parts.split(nest, len(ranges), last, size) if split else nest
             rows = [n for n in phase if n.name in read_later and n not in pointwise_loops]
             with self.block() as after:
                 for node in reductions:
@@ -430,6 +437,16 @@ class CppKernel(KernelWriter):
             lines += loop_nest_var(last, size, after, "#pragma omp simd" if simd else "")
         return lines
 
+    def split_reduction(self) -> bool:
+        """Whether an outer reduction's loops are shared out among the threads: when the
+        outer loops around it are one iteration (a channels-last BatchNorm's statistics: a
+        row per channel over the whole image), which would otherwise run on one thread."""
+        outer = self.kernel.outer
+        work = math.prod(outer) * max(
+            (math.prod(node.inner_ranges(self.n)) for node in self.kernel.nodes), key=hint
+        )
+        return not is_symbolic(work) and work >= PARALLEL_THRESHOLD and math.prod(outer[:-1]) == 1
+
     def generate(self) -> str:
         kernel, n = self.kernel, self.n
         pointwise_only = all(
@@ -437,7 +454,8 @@ class CppKernel(KernelWriter):
         )
         outer = kernel.outer
         if (phases := self.outer_reductions()) is not None:
-            body, outer = self.write_outer_reductions(phases), kernel.outer[:-1]
+            split = self.split_reduction()
+            body, outer = self.write_outer_reductions(phases, split), kernel.outer[:-1]
         else:
             with self.block() as body:
                 for loop in kernel.loops():
@@ -460,6 +478,41 @@ class CppKernel(KernelWriter):
             params.append(f"const int64_t {name}")
         signature = f'extern "C" void {kernel.name}({", ".join(params)})'
         return "\n".join([signature, "{", *indent(lines), "}"])
+
+
+class Accumulators:
+    """Each thread's accumulators for a split outer reduction, and how they are combined.
+
+    Inductor splits such reductions too, with a row of partial results per thread
+    (torch/_inductor/codegen/cpp.py, `reduction_prefix` / `parallel_reduction_suffix`).
+    The rows are combined in the threads' order, so a result depends on the number of
+    threads but not on which thread finished first."""
+
+    def __init__(self):
+        self.declarations, self.starts, self.combines = [], [], []
+
+    def add(self, declaration: str, start: str):
+        self.declarations.append(declaration)
+        self.starts.append(start)
+
+    def combine(self, line: str):
+        self.combines.append(line)
+
+    def split(self, nest: list[str], depth: int, last: str, size) -> list[str]:
+        """`nest`, the reduction loops (`depth` of them), shared out among the threads."""
+        collapse = f" collapse({depth})" if depth > 1 else ""
+        region = [
+            *self.declarations,
+            *loop_nest_var(last, size, self.starts, "#pragma omp simd"),
+            f"#pragma omp for{collapse}",
+            *nest,
+            "#pragma omp for ordered schedule(static, 1)",
+            "for (int thread = 0; thread < omp_get_num_threads(); thread++)",
+            "{",
+            *indent(["#pragma omp ordered", *loop_nest_var(last, size, self.combines, "")]),
+            "}",
+        ]
+        return ["#pragma omp parallel", "{", *indent(region), "}"]
 
 
 def without_unused_temporaries(lines: list[str]) -> list[str]:
@@ -500,7 +553,8 @@ def loop_nest(prefix: str, ranges, body: list[str], innermost_pragma: str) -> li
 
 def loop_nest_var(var: str, size: int, body: list[str], pragma: str) -> list[str]:
     """One `for` loop over `var`, an outer loop's variable, around `body`."""
-    return [pragma, f"for (int64_t {var} = 0; {var} < {size}; {var}++)", "{", *indent(body), "}"]
+    header = [pragma] if pragma else []
+    return [*header, f"for (int64_t {var} = 0; {var} < {size}; {var}++)", "{", *indent(body), "}"]
 
 
 def outer_loops(outer, body: list[str], parallel, simd_last: bool, condition="") -> list[str]:

@@ -483,8 +483,8 @@ class GraphLowering:
         if images:
             args = (self.realize_preferred(args[0]), *args[1:])
             target = layouts.conv2d_with_channels_last_weights()
-        if self.channels_last and target in layouts.CONVOLUTION_BACKWARDS:  # the gradient and
-            args = (*map(self.realize_preferred, args[:2]), *args[2:])  # input as the forward's
+        if self.channels_last and (count := layouts.IMAGE_CALLS.get(target)):  # images, as the
+            args = (*map(self.realize_preferred, args[:count]), *args[count:])  # kernels store them
         args, kwargs = pytree.tree_map(realized, (args, kwargs))
         meta_args, meta_kwargs = pytree.tree_map(_to_meta, (args, kwargs))
         meta_target = self.meta.module(target) if op == "call_module" else target

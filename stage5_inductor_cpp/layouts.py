@@ -90,6 +90,16 @@ def land(graph, value, want: Snapshot, copy: bool = False) -> BufferView:
 CONVOLUTIONS = (torch.conv2d, torch.nn.functional.conv2d)
 # A training graph's backward (stage 4's aot.py) has its convolutions' backwards instead.
 CONVOLUTION_BACKWARDS = (torch.ops.aten.convolution_backward.default,)
+# The other calls into torch that take images, by how many leading arguments are images:
+# given them channels-last, they answer channels-last. A training graph's max-pool is one
+# (it returns the indices its backward reads): fed an NCHW image, the forward wrote its
+# result and indices NCHW, and the backward, given a channels-last gradient, copied both
+# and its input to one format (ResNet-18's stem: three copies of 33 MB a step).
+IMAGE_CALLS = {
+    **dict.fromkeys(CONVOLUTION_BACKWARDS, 2),
+    torch.ops.aten.max_pool2d_with_indices.default: 1,
+    torch.ops.aten.max_pool2d_with_indices_backward.default: 2,
+}
 
 
 def prefers_channels_last(gm: torch.fx.GraphModule, device: torch.device) -> bool:

@@ -341,6 +341,25 @@ def test_reductions_of_a_channels_last_image_share_one_loop_and_a_row_each():
     assert "buf0_row[x0]" in kernel and "double acc_buf3[16];" in kernel
 
 
+@pytest.mark.parametrize("reduce", ["sum", "amax", "mean_and_var"])
+def test_an_outer_reduction_of_a_whole_image_is_shared_out_among_the_threads(reduce):
+    """With no outer loop left to run in parallel (a channels-last BatchNorm's statistics:
+    one row of channels over the whole image), the reduction loops are split among the
+    threads, each with its row of partial results, combined in the threads' order: the
+    same result at every call."""
+    fns = {
+        "sum": lambda a: a.sum((0, 2, 3)),
+        "amax": lambda a: a.amax((0, 2, 3)),
+        "mean_and_var": lambda a: torch.var_mean(a, (0, 2, 3)),
+    }
+    x = torch.randn(8, 32, 16, 16).contiguous(memory_format=torch.channels_last)
+    x[3, 5, 2, 7] = float("nan") if reduce == "amax" else x[3, 5, 2, 7]
+    compiled = compile_fx(torch.fx.symbolic_trace(fns[reduce]), [x])
+    torch.testing.assert_close(compiled(x), fns[reduce](x), equal_nan=True)
+    assert "#pragma omp for ordered schedule(static, 1)" in compiled.last.source
+    torch.testing.assert_close(compiled(x), compiled(x), rtol=0, atol=0, equal_nan=True)
+
+
 def test_a_reduction_along_memory_stays_an_inner_loop():
     source = outer_reduction_source(lambda a: a.sum(1), torch.randn(64, 300))
     assert "acc_buf0 = " in source and "acc_buf0[" not in source
