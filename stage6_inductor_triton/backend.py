@@ -27,7 +27,7 @@ from stage5_inductor_cpp.wrapper import WrapperCode
 
 from .autotune import KernelLauncher, configs_for, grid
 from .codegen_triton import TritonUnsupported, generate_source, variants
-from .prelude import PRELUDE
+from .prelude import prelude_for
 from .runtime import load_module, source_path
 
 
@@ -58,7 +58,8 @@ class TritonKernels:
 
     def write(self, kernels: list[FusedKernel], dtypes) -> tuple[str, dict[str, list[str]]]:
         self.variants = {k.name: variants(k, dtypes) for k in kernels}
-        source = generate_source([w for pair in self.variants.values() for w in pair])
+        writers = [w for pair in self.variants.values() for w in pair]
+        source = generate_source(writers, prelude_for(self.device.type))
         if any(list(pair[-1].args) != list(pair[0].args) for pair in self.variants.values()):
             raise TritonUnsupported("a kernel's variants take different arguments")
         return source, {name: list(pair[0].args) for name, pair in self.variants.items()}
@@ -104,7 +105,7 @@ class TritonCompiledGraph(CompiledGraph):
             kernels.write,
             kernels.load,
             prefix="triton",
-            prelude=PRELUDE,
+            prelude=prelude_for(device.type),
             wrapper=functools.partial(TritonWrapperCode, device=device),
         )
 

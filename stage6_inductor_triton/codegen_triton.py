@@ -40,7 +40,6 @@ from stage5_inductor_cpp.kernel_writer import KernelWriter, OpOverrides, Value
 from stage5_inductor_cpp.scheduler import FusedKernel, SchedulerNode
 
 from .indexing import index_text
-from .prelude import PRELUDE
 
 # Rows up to LOOPED_ALSO_ABOVE elements get only a persistent kernel (inductor's default
 # threshold); longer ones that still fit get a looped variant too, and the autotuner picks.
@@ -89,7 +88,8 @@ class TritonOverrides(OpOverrides):
         "pow": "libdevice.pow({0}, {1})", "sigmoid": "1 / (1 + tl.exp(-{0}))",
         "relu": "tl.where({0} < 0, 0, {0})", "floor": "tl.floor({0})", "ceil": "tl.ceil({0})",
         "trunc": "libdevice.trunc({0})", "round": "libdevice.nearbyint({0})",
-        "isnan": "{0} != {0}", "maximum": "maximum({0}, {1})", "minimum": "minimum({0}, {1})",
+        "isnan": "{0} != {0}", "maximum": "elementwise_maximum({0}, {1})",
+        "minimum": "elementwise_minimum({0}, {1})",
         "remainder": "remainder({0}, {1})",
         "logical_and": "{0} & {1}", "logical_or": "{0} | {1}", "logical_not": "{0} == 0",
         "where": "tl.where({0}, {1}, {2})", "fma": "libdevice.fma({0}, {1}, {2})",
@@ -522,6 +522,6 @@ def variants(kernel: FusedKernel, dtypes) -> list[TritonKernel]:
     return [first, TritonKernel(kernel, dtypes, looped=True)]
 
 
-def generate_source(writers: list[TritonKernel]) -> str:
-    """One Python module for the whole graph: the helpers, then every kernel."""
-    return "\n\n\n".join([PRELUDE.rstrip("\n"), *[w.generate() for w in writers]]) + "\n"
+def generate_source(writers: list[TritonKernel], prelude: str) -> str:
+    """One Python module for the whole graph: the helpers (`prelude`), then every kernel."""
+    return "\n\n\n".join([prelude.rstrip("\n"), *[w.generate() for w in writers]]) + "\n"

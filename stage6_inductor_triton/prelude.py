@@ -8,22 +8,12 @@ they run the way the module runs (compiled, or under the interpreter: runtime.py
 explains why that matters).
 """
 
-PRELUDE = """import triton
+PRELUDE_TEMPLATE = """import triton
 import triton.language as tl
 from triton.language.extra import libdevice
 
 
-@triton.jit
-def maximum(a, b):
-    # torch.maximum and amax propagate NaN; tl.maximum does not. Of two equal values torch
-    # returns the first: maximum(0.0, -0.0) is 0.0, maximum(-0.0, 0.0) is -0.0.
-    return tl.where((a >= b) | (a != a), a, b)
-
-
-@triton.jit
-def minimum(a, b):
-    return tl.where((a <= b) | (a != a), a, b)
-
+{extremes}
 
 @triton.jit
 def add(a, b):
@@ -72,3 +62,52 @@ def remainder(a, b):
     mod = libdevice.fmod(a, b)
     return tl.where((mod != 0) & ((b < 0) != (mod < 0)), mod + b, mod)
 """
+
+
+# torch.maximum and amax propagate NaN; tl.maximum does not. Two equal values differ only
+# when they are zeros of two signs. Reductions (amax) keep the first, as torch's CPU does;
+# torch.maximum on CUDA is fmaxf past NaN, so there +0.0 wins a maximum and -0.0 a
+# minimum, in either order, where the CPU returns the first (maximum(-0.0, 0.0) is -0.0).
+EXTREMES = """@triton.jit
+def maximum(a, b):
+    return tl.where((a >= b) | (a != a), a, b)
+
+
+@triton.jit
+def minimum(a, b):
+    return tl.where((a <= b) | (a != a), a, b)
+"""
+ELEMENTWISE = {
+    "cpu": """@triton.jit
+def elementwise_maximum(a, b):
+    return maximum(a, b)
+
+
+@triton.jit
+def elementwise_minimum(a, b):
+    return minimum(a, b)
+""",
+    "cuda": """@triton.jit
+def elementwise_maximum(a, b):
+    larger = maximum(a, b)
+    if a.dtype.is_floating():  # of two zeros, -0.0 + 0.0 is 0.0
+        larger = tl.where((a == b) & (a == 0), a + b, larger)
+    return larger
+
+
+@triton.jit
+def elementwise_minimum(a, b):
+    smaller = minimum(a, b)
+    if a.dtype.is_floating():  # of two zeros, -(-0.0 + 0.0) is -0.0 (Triton's `-x` is
+        # `0 - x`, which makes -0.0 of 0.0 and 0.0 of -0.0 alike: a product flips the sign)
+        smaller = tl.where((a == b) & (a == 0), (a * -1.0 + b * -1.0) * -1.0, smaller)
+    return smaller
+""",
+}
+
+
+def prelude_for(device_type: str) -> str:
+    """The helpers for kernels whose tensors are on `device_type`'s device: "cuda", or
+    "cpu" under the interpreter."""
+    elementwise = ELEMENTWISE["cuda" if device_type == "cuda" else "cpu"]
+    return PRELUDE_TEMPLATE.format(extremes=f"{EXTREMES}\n\n{elementwise}")
