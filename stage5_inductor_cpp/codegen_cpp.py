@@ -441,11 +441,14 @@ class CppKernel(KernelWriter):
         """Whether an outer reduction's loops are shared out among the threads: when the
         outer loops around it are one iteration (a channels-last BatchNorm's statistics: a
         row per channel over the whole image), which would otherwise run on one thread."""
-        outer = self.kernel.outer
-        work = math.prod(outer) * max(
-            (math.prod(node.inner_ranges(self.n)) for node in self.kernel.nodes), key=hint
-        )
-        return not is_symbolic(work) and work >= PARALLEL_THRESHOLD and math.prod(outer[:-1]) == 1
+        work = self.work()
+        one_outer_iteration = math.prod(self.kernel.outer[:-1]) == 1
+        return not is_symbolic(work) and work >= PARALLEL_THRESHOLD and one_outer_iteration
+
+    def work(self):
+        """The elements the kernel visits: its outer iterations times its longest inner loop."""
+        inner = max((math.prod(node.inner_ranges(self.n)) for node in self.kernel.nodes), key=hint)
+        return math.prod(self.kernel.outer) * inner
 
     def generate(self) -> str:
         kernel, n = self.kernel, self.n
@@ -463,8 +466,7 @@ class CppKernel(KernelWriter):
                         self.reduction_loop(loop[0])
                     else:
                         self.pointwise_loop(loop, simd=True)
-        inner = max((math.prod(node.inner_ranges(n)) for node in kernel.nodes), key=hint)
-        work, condition = math.prod(kernel.outer) * inner, ""
+        work, condition = self.work(), ""
         if is_symbolic(work):  # sizes.py: OpenMP's `if` decides at each call
             condition = f" if({text(work)} >= {PARALLEL_THRESHOLD})"
         parallel = (condition or work >= PARALLEL_THRESHOLD) and math.prod(outer) != 1
