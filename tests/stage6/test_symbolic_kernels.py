@@ -40,7 +40,9 @@ def test_a_reduction_over_a_symbol_loops():
     backend = KeepGraphs(compile_fx)
     compiled = stage4_fx.compile(column_sums, backend=backend)
     for rows in (4, 5, 700):
-        assert_same_as_eager(compiled, column_sums, torch.randn(rows, 3))
+        # 700 float32 terms summed in blocks, eager's in another order: a column that cancels
+        # to ~1 is off by ~1e-5 now and then (a fresh clone's run saw 1.6e-5), so atol 1e-4
+        assert_same_as_eager(compiled, column_sums, torch.randn(rows, 3), atol=1e-4, rtol=1e-5)
     source = backend.graphs[1].symbolic.source
     symbol = next(
         name
