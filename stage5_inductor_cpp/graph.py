@@ -54,16 +54,18 @@ from .lowering import (
     is_tensor,
     make_pointwise,
 )
-from .meta_run import MetaRun, attribute, run_on_meta, storage_id, tensors_in
+from .meta_run import (
+    STRIDES_FROM_A_CALL,
+    MetaRun,
+    attribute,
+    run_on_meta,
+    storage_id,
+    strides_from_a_call,
+    tensors_in,
+)
 from .sizes import as_size, as_sizes, as_symint, as_symints, hint, is_symbolic
 
 log = get_logger("kernels")
-
-# Ops whose meta function disagrees with the device's kernels about the result's strides:
-# the CPU's flash attention returns (B, T, H, D) memory, its meta function (B, H, T, D).
-# Declared wrong, every call would copy the result (`with_layout`); so one call on zeros
-# at compile time says what the kernels return.
-STRIDES_FROM_A_CALL = (torch.nn.functional.scaled_dot_product_attention,)
 
 # A value used more than once is computed once into a buffer when it is this expensive;
 # below it, recomputing in each consumer is cheaper than a round trip through memory.
@@ -138,6 +140,21 @@ def reads_only_its_element(data: Pointwise, layout: Layout, name: str, written) 
     return all(n not in written or (n == name and i == store) for n, i in collector.loads)
 
 
+class Values(dict):
+    """node -> its lowered value, where a value already stored in a buffer (`realize`) reads
+    as that buffer: inductor's `realize()` turns a TensorBox into a StorageBox that all its
+    later readers load, instead of each recomputing the value (BERT's layer norm feeds the
+    three Q, K, V products and the residual add: one store, four reads)."""
+
+    def __init__(self, stored: dict):
+        super().__init__()
+        self.stored = stored
+
+    def __getitem__(self, node):
+        value = super().__getitem__(node)
+        return self.stored.get(id(value), (None, value))[1]
+
+
 class GraphLowering:
     """The IR of one graph: `inputs`, `buffers` in program order, and `outputs`."""
 
@@ -158,6 +175,7 @@ class GraphLowering:
         self.memory: dict[torch.fx.Node, tuple[object, list]] = {}
         self.stores: dict[torch.fx.Node, list[tuple[Layout, object]]] = {}
         self.channels_last = False  # whether images are stored channels-last (layouts.py)
+        self.stored: dict[int, tuple[Pointwise | Reduction, BufferView]] = {}  # by id: realize
         tensors = [a for a in example_inputs if isinstance(a, torch.Tensor)]
         self.device = tensors[0].device if tensors else torch.device("cpu")  # the kernels' device
 
@@ -171,7 +189,19 @@ class GraphLowering:
         return BufferView(buffer, layout)
 
     def realize(self, value, stride=None) -> BufferView:
-        return value if isinstance(value, BufferView) else self.add_buffer(value, stride)
+        """`value` in memory (contiguous unless `stride` says otherwise). A value is stored
+        once per layout: a second call, and every node lowered after the first (`Values`),
+        reads the same buffer."""
+        if isinstance(value, BufferView):
+            return value
+        _, view = self.stored.get(id(value), (None, None))
+        if view and (
+            view.layout.is_contiguous() if stride is None else view.layout.stride == tuple(stride)
+        ):
+            return view
+        view = self.add_buffer(value, stride)
+        self.stored.setdefault(id(value), (value, view))  # the value too: its id stays its own
+        return view
 
     def realize_preferred(self, value) -> BufferView:
         """`value` in memory, in the layout the kernels like best: channels-last for an image
@@ -198,7 +228,7 @@ class GraphLowering:
         self.channels_last = layouts.prefers_channels_last(self.gm, self.device)
         resolve = lambda node: self.resolve(node.op, node.target)  # noqa: E731
         self.out_of_place = Functionalization(self.gm, self.meta, resolve).forms()
-        env = {}
+        env = Values(self.stored)
         for node in self.gm.graph.nodes:
             if node.op == "placeholder":
                 env[node] = self.input(self.example_inputs[len(self.inputs)])
@@ -497,7 +527,7 @@ class GraphLowering:
             if images:  # oneDNN returns channels-last as cuDNN does; the CPU meta function not
                 stride = layouts.channels_last_strides(out.shape)
             elif target in STRIDES_FROM_A_CALL:
-                stride = self.strides_from_a_call(target, meta_args, meta_kwargs)
+                stride = strides_from_a_call(target, self.device, meta_args, meta_kwargs)
             layout = Layout(as_sizes(out.shape), as_sizes(stride), out.dtype)
             arguments = pytree.tree_leaves((meta_args, meta_kwargs))
             shared = {storage_id(a) for a in arguments if isinstance(a, torch.Tensor)}
@@ -514,21 +544,6 @@ class GraphLowering:
         )
         self.buffers.append(buffer)
         return ExternValue(buffer, out)
-
-    def strides_from_a_call(self, target, meta_args, meta_kwargs) -> tuple[int, ...]:
-        """The strides of the device's own result: one call, on zeros laid out as the
-        arguments, at compile time."""
-
-        def zeros(value):
-            if not isinstance(value, torch.Tensor):
-                return value
-            real = torch.empty_strided(
-                value.shape, value.stride(), dtype=value.dtype, device=self.device
-            )
-            return real.zero_()
-
-        args, kwargs = pytree.tree_map(zeros, (meta_args, meta_kwargs))
-        return tuple(target(*args, **kwargs).stride())
 
     def __str__(self) -> str:
         lines = [str(b) for b in self.inputs if b is not None]

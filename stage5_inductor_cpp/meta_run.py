@@ -84,6 +84,28 @@ def _is_meta(value) -> bool:
 # `x.cuda()` cannot run on a meta tensor; the moved tensor has the same metadata.
 DEVICE_MOVES = {"cpu", "cuda"}
 
+# Ops whose meta function disagrees with the device's kernels about the result's strides:
+# the CPU's flash attention returns (B, T, H, D) memory for heads that are views of one
+# product (nanoGPT's), its meta function (B, H, T, D). Eager's strides are the kernels', so
+# one call on zeros at compile time answers, here for eager's layouts (what the caller
+# gets), in graph.py for ours (what our extern call returns).
+STRIDES_FROM_A_CALL = (torch.nn.functional.scaled_dot_product_attention,)
+
+
+def strides_from_a_call(target, device: torch.device, args, kwargs) -> tuple[int, ...]:
+    """The strides of `device`'s own result of `target`: one call, on zeros laid out as
+    the (meta) tensors among `args` and `kwargs`."""
+
+    def zeros(value):
+        if not isinstance(value, torch.Tensor):
+            return value
+        return torch.empty_strided(
+            value.shape, value.stride(), dtype=value.dtype, device=device
+        ).zero_()
+
+    args, kwargs = pytree.tree_map(zeros, (args, kwargs))
+    return tuple(target(*args, **kwargs).stride())
+
 
 @dataclasses.dataclass
 class MetaRun:
@@ -95,6 +117,7 @@ class MetaRun:
     writes: dict = dataclasses.field(default_factory=dict)  # node -> the nodes it wrote into
     module_writes: list = dataclasses.field(default_factory=list)  # call_module nodes that did
     modules: dict = dataclasses.field(default_factory=dict)  # module -> its copy on meta
+    device: torch.device | None = None  # the inputs' (for `STRIDES_FROM_A_CALL`)
 
     @functools.cached_property
     def input_storages(self) -> dict[int, torch.fx.Node]:
@@ -120,6 +143,7 @@ class MetaRun:
 
     def run(self, example_inputs) -> "MetaRun":
         inputs = iter(example_inputs)
+        self.device = next((t.device for t in tensors_in(list(example_inputs))), None)
         # No autograd (a meta copy of a parameter requires grad; in-place ops would refuse),
         # and normal tensors even under inference_mode, whose tensors have no version counter.
         # In this order: leaving inference mode turns grad mode back on.
@@ -156,6 +180,9 @@ class MetaRun:
         self.writes[node] = [n for n in inputs if _state(self.values[n]) != before[n]]
         if module is not None and state_before != [_state(t) for t in module.state_dict().values()]:
             self.module_writes.append(node)
+        if node.target in STRIDES_FROM_A_CALL and isinstance(result, torch.Tensor):
+            stride = strides_from_a_call(node.target, self.device, args, kwargs)
+            result = torch.empty_strided(result.shape, stride, dtype=result.dtype, device="meta")
         # A factory without `device=` made a real tensor: later ops need it on meta too.
         return pytree.tree_map(lambda v: v if _is_meta(v) else as_meta(v), result)
 

@@ -4,6 +4,7 @@
 not affine (merging dims of a transposed tensor, say) reads a contiguous buffer.
 """
 
+import itertools
 import operator
 
 import torch
@@ -21,7 +22,7 @@ from .lowering import (
     reindex,
     reshape_to,
 )
-from .sizes import decide, floordiv, maximum, slice_indices
+from .sizes import decide, floordiv, is_symbolic, maximum, slice_indices
 
 
 @register("permute", same_dtype=True)
@@ -188,6 +189,46 @@ def select(graph, out, x, dim, index):
 def narrow(graph, out, x, dim, start, length):
     rank = len(x.ranges)
     return getitem(graph, out, x, (slice(None),) * (dim % rank) + (slice(start, start + length),))
+
+
+# ----------------------------------------------------------------------------- pieces
+# `split`, `chunk` and `unbind` return views of their input, so their pieces are narrow
+# (or select) views here. Where the cuts fall, and eager's errors, come from torch itself:
+# the same call on a meta tensor as long as the cut dimension.
+
+
+def _pieces(graph, out, x, dim, cut):
+    dim = _dim(dim, len(x.ranges))
+    if not x.ranges:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    if is_symbolic(length := x.ranges[dim]):
+        raise Fallback("the pieces of a symbolic size")
+    sizes = [piece.shape[0] for piece in cut(torch.empty(length, device="meta"))]
+    starts = itertools.accumulate(sizes, initial=0)
+    return tuple(narrow(graph, out, x, dim, s, n) for s, n in zip(starts, sizes, strict=False))
+
+
+@register("split", "split_with_sizes", same_dtype=True)
+def split(graph, out, x, sizes=None, dim=0, **named):
+    """`x.split(size or sizes, dim)`, `torch.split(x, split_size_or_sections)`,
+    `x.split_with_sizes(split_sizes)`: the sizes may come by any of those names."""
+    sizes = named.popitem()[1] if sizes is None and len(named) == 1 else sizes
+    return _pieces(graph, out, x, dim, lambda t: t.split(sizes))
+
+
+@register("chunk", same_dtype=True)
+def chunk(graph, out, x, chunks, dim=0):
+    return _pieces(graph, out, x, dim, lambda t: t.chunk(chunks))
+
+
+@register("unbind", same_dtype=True)
+def unbind(graph, out, x, dim=0):
+    dim = _dim(dim, len(x.ranges))
+    if not x.ranges:
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
+    if is_symbolic(length := x.ranges[dim]):
+        raise Fallback("the pieces of a symbolic size")
+    return tuple(select(graph, out, x, dim, i) for i in range(length))
 
 
 # ----------------------------------------------------------------------------- copies by index maps

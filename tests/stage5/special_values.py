@@ -427,9 +427,10 @@ GROUPS = {
 
 # Lowerings that only move values, never look at them: views, and bitwise ops (on bools).
 MOVE_VALUES = {
-    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "broadcast_to", "expand",
-    "expand_as", "flatten", "narrow", "permute", "reshape", "reshape_as", "select", "squeeze",
-    "swapaxes", "transpose", "unflatten", "unsqueeze", "view", "view_as", "size",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "broadcast_to", "chunk",
+    "expand", "expand_as", "flatten", "narrow", "permute", "reshape", "reshape_as", "select",
+    "split", "split_with_sizes", "squeeze", "swapaxes", "transpose", "unbind", "unflatten",
+    "unsqueeze", "view", "view_as", "size",
 }  # fmt: skip
 
 

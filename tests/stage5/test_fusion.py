@@ -1,6 +1,7 @@
 """The scheduler: how many kernels a graph becomes, what stays in registers; and what the
 C++ writer reuses (its stash)."""
 
+import re
 import weakref
 
 import pytest
@@ -193,6 +194,42 @@ def test_dead_buffers_are_reused():
     compiled = compile_fx(torch.fx.symbolic_trace(fn), [x, w])
     assert "# reuse" in compiled.code
     check_traced(fn, x, w)
+
+
+def test_a_value_stored_for_an_extern_is_read_back_by_every_later_reader():
+    """Inductor's `realize()`: BERT's layer norm feeds the Q, K and V products and the
+    residual add. It is stored once, and each product and the add load that buffer; before,
+    each product stored its own copy and the add computed the norm again from x."""
+
+    def fn(x, wq, wk, wv):
+        h = F.layer_norm(x, (32,))
+        return h @ wq + h @ wk + h @ wv + h
+
+    args = [torch.randn(16, 32)] + [torch.randn(32, 32) / 6 for _ in range(3)]
+    code = check_traced(fn, *args).last.wrapper_source
+    calls = [line for line in code.splitlines() if "(" in line and "empty_strided" not in line]
+    reads_x = [line for line in calls if "arg0" in line and "= args" not in line]
+    assert len(reads_x) == 1, code  # one kernel computes the norm, from x
+    norm = re.search(r"arg0\.data_ptr\(\), (buf\d+)", reads_x[0]).group(1)
+    readers = [line for line in calls if re.search(rf"\b{norm}\b", line)]
+    assert len(readers) == 1 + 3 + 1, code  # its kernel, three products, the add
+
+
+def test_attention_reads_its_heads_in_place_from_the_qkv_product():
+    """nanoGPT's `q, k, v = c_attn(x).split(C, 2)`, then `.view(B, T, heads, -1)
+    .transpose(1, 2)`: each is a view of the product, as in eager (torch's strides), so
+    the attention reads them in place; before, one kernel copied all three out."""
+
+    def fn(x, w):
+        B, T, C = x.shape
+        q, k, v = (x @ w).split(C, 2)
+        heads = [t.view(B, T, 4, C // 4).transpose(1, 2) for t in (q, k, v)]
+        return F.scaled_dot_product_attention(*heads, is_causal=True)
+
+    x, w = torch.randn(2, 16, 32), torch.randn(32, 96) / 6
+    compiled = check_traced(fn, x, w)
+    assert list(compiled.last.kernel_names) == []
+    assert list(compiled.last.extern_names) == ["matmul", "scaled_dot_product_attention"]
 
 
 def grow(t):

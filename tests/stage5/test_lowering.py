@@ -12,6 +12,7 @@ import torch.fx
 import torch.nn.functional as F
 
 from stage5_inductor_cpp.graph import GraphLowering
+from stage5_inductor_cpp.lowering import EagerOnly
 from tests.oracle import assert_same_as_eager
 from tests.stage5.helpers import (
     assert_lowered,
@@ -90,7 +91,21 @@ VIEWS = {
     "narrow": lambda a: a.narrow(1, 2, 3) + 0, "select_fn": lambda a: a.select(1, -1) * 2,
     "contiguous_t": lambda a: a.t().contiguous(), "clone": lambda a: a.clone(),
     "return_input_view": lambda a: a.t(), "return_input": lambda a: (a, a + 1),
+    "split": lambda a: (lambda p: (p[0] * 2, p[2] + p[0][:, :2]))(a.split(3, 1)),
+    "split_views": lambda a: torch.split(a, [1, 5], dim=0),
+    "split_with_sizes": lambda a: a.split_with_sizes([2, 6], -1)[1] + 1,
+    "chunk": lambda a: (lambda c: (c[0].sum(0), c[2] - c[1]))(a.chunk(5)),
+    "unbind": lambda a: (lambda r: r[0] * r[7])(a.unbind(1)),
 }  # fmt: skip
+
+# Pieces torch refuses: the same error comes out.
+PIECES_ERRORS = {
+    "split_sizes_short": lambda a: a.split([2, 2]),
+    "split_negative": lambda a: a.split(-1, 1),
+    "chunk_zero": lambda a: a.chunk(0),
+    "unbind_0d": lambda a: a.sum().unbind(),
+    "split_dim": lambda a: a.split(2, 2),
+}
 
 # The externs a case of the tables above has besides the op it tests.
 OTHER_EXTERNS: dict = {}
@@ -294,6 +309,11 @@ def test_view(name):
     check_lowered(VIEWS[name], x, externs=OTHER_EXTERNS.get(name, ()))
 
 
+@pytest.mark.parametrize("name", PIECES_ERRORS)
+def test_pieces_torch_refuses_raise_as_in_eager(name):
+    assert_same_as_eager(compile_traced(PIECES_ERRORS[name]), PIECES_ERRORS[name], x)
+
+
 @pytest.mark.parametrize("name", EXTERNS)
 def test_extern(name):
     check_traced(EXTERNS[name], x)
@@ -440,12 +460,15 @@ def test_through_torch_compile(name):
 def test_view_and_reshape_and_to_are_lowered_each_by_its_own_function():
     """`view` must share its input's memory (torch decides), `reshape` may copy; `to` takes
     `copy` by position. Each lowering is told what differs, not the op being lowered."""
-    x = torch.randn(4, 5).t()  # not contiguous, but viewable as (5, 2, 2)
+    x = torch.randn(4, 5).t()  # not contiguous: viewable as (5, 2, 2), not as (20,)
 
     def buffers(fn):
         return GraphLowering(torch.fx.symbolic_trace(fn), [x]).run().buffers
 
-    assert [b.target for b in buffers(lambda a: a.view(5, 2, 2))] == [torch.Tensor.view]
-    assert buffers(lambda a: a.reshape(5, 2, 2))[0].name == "buf0"  # a copy, in a kernel
+    assert buffers(lambda a: a.view(5, 2, 2)) == []  # x's memory, at torch's strides
+    assert buffers(lambda a: a.reshape(5, 2, 2)) == []  # torch's reshape is a view here too
+    with pytest.raises(EagerOnly, match="view size is not compatible"):
+        buffers(lambda a: a.view(20))  # torch raises; the graph runs in torch, which says so
+    assert buffers(lambda a: a.reshape(20))[0].name == "buf0"  # a copy, in a kernel
     assert len(buffers(lambda a: a.to(torch.float32, False, True))) == 1  # copy=True
     assert buffers(lambda a: a.to(torch.float32)) == []  # x itself
