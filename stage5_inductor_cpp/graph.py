@@ -29,7 +29,7 @@ from . import (  # noqa: F401  (they register lowerings)
     pooling,
     views,
 )
-from .bias_addmm import WRITES_INTO_OUT, bias_addmm
+from .bias_addmm import WRITES_INTO_OUT, bias_addmm, linear_siblings, sibling_products
 from .functionalize import Functionalization, OutOfPlace, WriteBack, without_inplace
 from .ir import (
     BufferView,
@@ -176,6 +176,9 @@ class GraphLowering:
         self.stores: dict[torch.fx.Node, list[tuple[Layout, object]]] = {}
         self.channels_last = False  # whether images are stored channels-last (layouts.py)
         self.stored: dict[int, tuple[Pointwise | Reduction, BufferView]] = {}  # by id: realize
+        self.siblings: dict = {}  # linear node -> the linears sharing its input (bias_addmm.py)
+        self.sibling_results: dict = {}  # linear node -> its slice of the group's product
+        self.env: Values | None = None  # node -> lowered value, while lowering
         tensors = [a for a in example_inputs if isinstance(a, torch.Tensor)]
         self.device = tensors[0].device if tensors else torch.device("cpu")  # the kernels' device
 
@@ -228,7 +231,10 @@ class GraphLowering:
         self.channels_last = layouts.prefers_channels_last(self.gm, self.device)
         resolve = lambda node: self.resolve(node.op, node.target)  # noqa: E731
         self.out_of_place = Functionalization(self.gm, self.meta, resolve).forms()
-        env = Values(self.stored)
+        self.siblings = linear_siblings(self.gm, self.meta)  # bias_addmm.py
+        env = self.env = Values(self.stored)
+        # Inputs and constants first: a graph may name a weight just before its use, and a
+        # call may read the weights of later ones (`sibling_products`).
         for node in self.gm.graph.nodes:
             if node.op == "placeholder":
                 env[node] = self.input(self.example_inputs[len(self.inputs)])
@@ -236,7 +242,10 @@ class GraphLowering:
                     self.input_views[node] = env[node]
             elif node.op == "get_attr":
                 env[node] = self.constant(attribute(self.gm, node.target))
-            elif node.op == "output":
+        for node in self.gm.graph.nodes:
+            if node.op in ("placeholder", "get_attr"):
+                continue
+            if node.op == "output":
                 written = self.written(env)
                 self.alias_written_inputs(node, env, written)
                 self.outputs = self.output(layouts.land_outputs(self, node, env))
@@ -340,6 +349,8 @@ class GraphLowering:
     def lower_node(self, node, args, kwargs):
         if (addmm := bias_addmm(self, node, args, kwargs)) is not None:  # bias_addmm.py
             return addmm
+        if (product := sibling_products(self, node, self.env)) is not None:  # bias_addmm.py
+            return product
         return self.lower_call(node, node.op, node.target, args, kwargs, len(node.users))
 
     def lower_out_of_place(self, node, env):

@@ -8,11 +8,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from stage5_inductor_cpp import bias_addmm
 from stage5_inductor_cpp.bias_addmm import broadcasts_to
 from stage5_inductor_cpp.graph import GraphLowering
 from stage5_inductor_cpp.ir import ComputedBuffer, ExternKernel
 from tests.oracle import assert_same_as_eager
-from tests.stage5.helpers import check_lowered, check_traced, compile_traced
+from tests.stage5.helpers import check_both, check_lowered, check_traced, compile_traced
 
 
 def lowered(fn, *args) -> GraphLowering:
@@ -109,3 +110,63 @@ def test_products_write_into_dead_buffers():
     code = check_traced(fn, x, w).code
     assert "extern_buf2(buf1, arg1, out=buf2)" in code
     assert "buf2 = buf0; del buf0  # reuse" in code
+
+
+# --- sibling products: one input, several weights, one GEMM (on the GPU) --------------------
+
+
+@pytest.fixture
+def siblings_on_the_cpu(monkeypatch):
+    """The rule runs on the GPU only; here it runs on the CPU's graphs too."""
+    monkeypatch.setattr(bias_addmm, "SIBLINGS_ON", {"cpu", "cuda"})
+
+
+def qkv(x, wq, bq, wk, bk, wv, bv):
+    q = F.linear(x, wq, bq).view(2, 5, 2, 4).transpose(1, 2)
+    k, v = F.linear(x, wk, bk), F.linear(x, wv, bv)
+    return q, k.sum(-1), v  # a view, a reduction, an output of eager's strides
+
+
+def qkv_args(n_v=8):
+    return [torch.randn(2, 5, 8), torch.randn(8, 8), torch.randn(8), torch.randn(8, 8),
+            torch.randn(8), torch.randn(n_v, 8), torch.randn(n_v)]  # fmt: skip
+
+
+@pytest.mark.parametrize("n_v", [8, 3])  # v may be narrower than q and k
+def test_products_of_one_input_are_one_product_by_the_stacked_weights(siblings_on_the_cpu, n_v):
+    args = qkv_args(n_v)
+    assert externs(lowered(qkv, *args)) == [torch.addmm]  # one product, three slices of it
+    check_traced(qkv, *args)
+
+
+def test_sibling_products_without_biases_and_through_torch_compile(siblings_on_the_cpu):
+    def glu(x, gate, up, down):  # Llama's MLP
+        return F.linear(F.silu(F.linear(x, gate)) * F.linear(x, up), down)
+
+    args = [torch.randn(6, 8), torch.randn(16, 8), torch.randn(16, 8), torch.randn(8, 16)]
+    assert externs(lowered(glu, *args)) == [torch.mm, torch.mm]  # gate and up, then down
+    check_both(glu, *args)
+
+
+def sibling_cases():
+    x, w, b = torch.randn(3, 8), torch.randn(4, 8), torch.randn(4)
+    return {
+        "one_with_a_bias": (lambda x, w, b: F.linear(x, w, b) + F.linear(x, w), [x, w, b]),
+        "a_weight_written": (lambda x, w, b: F.linear(x, w, b) + F.linear(x, w.mul_(2), b),
+                             [x, w, b]),
+        "a_computed_weight": (lambda x, w, b: F.linear(x, w, b) + F.linear(x, w * 2, b),
+                              [x, w, b]),
+        "a_broadcast_bias": (lambda x, w, b: F.linear(x, w, b) + F.linear(x, w, b[:1]),
+                             [x, w, b]),
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("name", sibling_cases())
+def test_products_that_cannot_share_a_gemm_stay_apart(siblings_on_the_cpu, name):
+    fn, args = sibling_cases()[name]
+    assert len(externs(lowered(fn, *[a.clone() for a in args]))) == 2
+    check_traced(fn, *args)
+
+
+def test_sibling_products_stay_apart_on_the_cpu():
+    assert externs(lowered(qkv, *qkv_args())) == [torch.addmm] * 3
