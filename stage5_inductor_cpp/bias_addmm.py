@@ -145,7 +145,7 @@ def bias_addmm(graph, node, args, kwargs) -> BufferView | None:
 # microseconds); each result is a slice of the wide one, a view with its row stride.
 # Inductor has this as an opt-in FX pass (`group_linear` in torch/_inductor/fx_passes/
 # group_batch_fusion.py); here it is a rule of the lowering, on the GPU only: on the CPU
-# the GEMM library is as fast on the narrow products, and the copy costs more than it saves.
+# it measured no faster (BERT small on 2 cores: 36-39 ms a call either way).
 
 
 PARAMETERS = ("placeholder", "get_attr")  # the nodes a graph's weights come from
