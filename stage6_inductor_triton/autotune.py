@@ -125,7 +125,8 @@ class KernelLauncher:
         text = "\n".join([source, repr(configs), device, triton.__version__])
         self.key = hashlib.sha256(text.encode()).hexdigest()[:32]
         self.config: Config | None = None
-        self.compiled: dict[Config, tuple[tuple, object]] = {}  # -> (specialisation, binary)
+        self.compiled: dict[tuple[Config, tuple], object] = {}  # (config, specialisation) ->
+        self.slow_launches = 0  # launches that went through `kernel[grid]` (a new binary)
 
     def run(self, *args, grid):
         if self.config is None:
@@ -152,16 +153,17 @@ class KernelLauncher:
         which add up over a model's kernels. Inductor's launchers (torch/_inductor/
         runtime/triton_heuristics.py) call the binary's launcher directly, as here, after
         checking only what could change the specialisation."""
-        key = specialisation(args)
-        known = self.compiled.get(config)
-        if known is None or known[0] != key:
+        key = config, specialisation(args)  # a kernel may see both (aligned or not, by call)
+        binary = self.compiled.get(key)
+        if binary is None:
+            self.slow_launches += 1
             binary = kernel[grid](
                 *args, **config.meta, num_warps=config.num_warps, **EAGER_NUMERICS
             )
             if binary is not None:  # Triton returns the binary it launched
-                self.compiled[config] = (key, binary)
+                self.compiled[key] = binary
             return
-        binary, hooks = known[1], triton.knobs.runtime
+        hooks = triton.knobs.runtime
         # The hooks are chains of functions a profiler adds to; an empty chain is passed as
         # None, which tells the launcher to call nothing, and then no launch metadata is
         # built for them (a dict per launch, which JITFunction.run builds anyway).
