@@ -12,6 +12,8 @@ producer's `inner_fn`, so a chain of pointwise ops is one expression, later one
 kernel (inductor inlines the same way). Reductions always write a buffer.
 """
 
+import dataclasses
+import math
 import operator
 
 import torch
@@ -184,11 +186,58 @@ def make_reduction(graph, x, dims, keepdim, reduction_type, dtype, compute=None)
     reduction = Reduction(
         dtype, ranges, tuple(x.ranges[d] for d in dims), reduction_type, inner_fn, compute
     )
-    result = graph.add_buffer(reduction)
+    result = graph.add_buffer(split_reduction(graph, reduction))
     if not keepdim:
         return result
     out_ranges = tuple(1 if d in dims else x.ranges[d] for d in range(rank))
     return reindex(result, out_ranges, lambda idx: [idx[d] for d in kept])
+
+
+# A reduction that covers much and makes few values (a batch norm's sums per channel over
+# a batch of images; a sum of a whole tensor) is cut in two on the GPU, as inductor's split
+# reductions are (`Reduction.create`, `num_splits` in torch/_inductor/ir.py): a first kernel
+# reduces `splits` chunks of each row into partial results, a second reduces the partials.
+# In one pass, each of the few results gets one program and most of the GPU waits
+# (ResNet-50's stem in training: 64 programs, each over 400K rows of the image). The C++
+# kernels share such a loop among their threads instead (codegen_cpp.py, `split_reduction`).
+SPLIT_REDUCTIONS_ON = {"cuda"}  # the devices whose graphs split them (tests add "cpu")
+SPLIT_INTO = 1024  # about this many partial results in all
+SPLIT_MIN_CHUNK = 1024  # each of which still reduces at least this many elements
+SPLITTABLE = {"sum", "prod", "max", "min", "any", "all"}  # the partials combine the same way
+
+
+def split_reduction(graph, reduction: Reduction) -> Reduction:
+    """`reduction`, or its second stage: the partial results over chunks of its first reduced
+    dimension go to a buffer first, and it reduces those."""
+    xnumel, rnumel = math.prod(reduction.ranges), math.prod(reduction.reduction_ranges)
+    if (
+        graph.device.type not in SPLIT_REDUCTIONS_ON
+        or reduction.reduction_type not in SPLITTABLE
+        or any(map(is_symbolic, (*reduction.ranges, *reduction.reduction_ranges)))
+        or xnumel >= SPLIT_INTO
+        or rnumel < 2 * SPLIT_MIN_CHUNK
+    ):
+        return reduction
+    first, *rest = reduction.reduction_ranges
+    most = min(SPLIT_INTO // xnumel, rnumel // SPLIT_MIN_CHUNK, first)
+    splits = next((s for s in range(most, 1, -1) if first % s == 0), 1)  # even chunks
+    if splits < 2:
+        return reduction
+    chunk, inner_fn, compute = first // splits, reduction.inner_fn, reduction.src_dtype
+
+    def partial_fn(idx, ridx):  # idx: (split, *outputs); the split picks a chunk of r0
+        return inner_fn(idx[1:], [idx[0] * chunk + ridx[0], *ridx[1:]])
+
+    partial = graph.add_buffer(
+        Reduction(
+            compute, (splits, *reduction.ranges), (chunk, *rest), reduction.reduction_type,
+            partial_fn, compute,
+        )
+    )  # fmt: skip
+    load = loader_for(partial, partial.ranges, compute)
+    return dataclasses.replace(
+        reduction, reduction_ranges=(splits,), inner_fn=lambda idx, ridx: load([ridx[0], *idx])
+    )
 
 
 def reduced_dims(x, dims) -> list[int]:

@@ -8,7 +8,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from stage5_inductor_cpp import compile_fx
+from stage5_inductor_cpp import compile_fx, lowering
 from stage5_inductor_cpp.graph import GraphLowering
 from stage5_inductor_cpp.scheduler import FusedKernel, Scheduler
 from stage5_inductor_cpp.stash import stashes
@@ -400,3 +400,18 @@ def test_an_outer_reduction_of_a_whole_image_is_shared_out_among_the_threads(red
 def test_a_reduction_along_memory_stays_an_inner_loop():
     source = outer_reduction_source(lambda a: a.sum(1), torch.randn(64, 300))
     assert "acc_buf0 = " in source and "acc_buf0[" not in source
+
+
+def test_a_split_reduction_gives_the_same_answer_in_cpp(monkeypatch):
+    """Reductions are split for the GPU (lowering.split_reduction); the IR it makes is the
+    shared one, so the C++ kernels compute it too, and equal eager."""
+    monkeypatch.setattr(lowering, "SPLIT_REDUCTIONS_ON", {"cpu"})
+    images = torch.randn(32, 4, 8, 8).to(memory_format=torch.channels_last)
+    rows = torch.randn(16, 1024)
+    rows[3, 5] = float("nan")
+
+    def fn(t, r):
+        return t.sum((0, 2, 3)), t.var((0, 2, 3)), r.amax(), (r > 3).any(), r.sum()
+
+    compiled = check_traced(fn, images, rows, atol=1e-4, rtol=1e-4)
+    assert "empty_strided((2, 4)" in compiled.last.wrapper_source  # the partials

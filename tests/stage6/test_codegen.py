@@ -6,6 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from stage5_inductor_cpp import lowering
 from stage5_inductor_cpp.codegen_cpp import CppKernel, CppOverrides
 from stage5_inductor_cpp.ir import Index
 from stage5_inductor_cpp.kernel_writer import OpOverrides
@@ -162,3 +163,41 @@ def test_compile_picks_triton_for_cuda_and_cpp_for_cpu(device):
     kind = "triton_fused" if device == "cuda" else "cpp_fused"
     assert compiled and compiled[0].last.kernel_names[0].startswith(kind)
     assert_same_as_eager(stage6_inductor_triton.compile(chain), chain, a, b)
+
+
+# --- split reductions: few results over many elements, in two kernels ------------------------
+
+
+@pytest.fixture
+def split_on_the_cpu(monkeypatch):
+    """Reductions are split on the GPU only; here the interpreter's graphs split them too."""
+    monkeypatch.setattr(lowering, "SPLIT_REDUCTIONS_ON", {"cpu", "cuda"})
+
+
+def batch_norm_sums(t):  # a training batch norm's statistics over a channels-last batch
+    return t.sum((0, 2, 3)), t.amax((0, 2, 3)), t.var((0, 2, 3)), t.mean()
+
+
+def whole_reductions(t):
+    return t.sum(), t.amin(0), (t > 3).any(), (t > -9).all(), (t * 1e-3 + 1).prod()
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_few_results_over_many_elements_are_reduced_in_two_kernels(split_on_the_cpu, device):
+    """The per-channel sums reduce chunks of the batch into partial results (a (splits,
+    channels) buffer), then the partials: each kernel has many programs."""
+    images = torch.randn(32, 4, 8, 8).to(memory_format=torch.channels_last)
+    compiled = check_traced(batch_norm_sums, images, device=device, atol=1e-4, rtol=1e-4)
+    code = compiled.last.wrapper_source
+    assert "empty_strided((2, 4)" in code  # 2 chunks of the batch x 4 channels
+    assert "grid=grid(8))" in code and "grid=grid(4))" in code  # partials, then results
+    rows = torch.randn(16, 1024)
+    rows[3, 5] = float("nan")  # the partials carry it
+    check_traced(whole_reductions, rows, device=device, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_reductions_are_split_on_the_gpu_only(device):
+    images = torch.randn(8, 4, 16, 16)
+    compiled = check_traced(lambda t: t.sum((0, 2, 3)), images, device=device, atol=1e-3, rtol=1e-4)
+    assert len(compiled.last.kernel_names) == (2 if device == "cuda" else 1)
