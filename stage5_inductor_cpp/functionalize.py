@@ -95,7 +95,8 @@ class OutOfPlace:
     nodes that are that tensor) stands for from then on; `users` later nodes read it.
     The tensor lies at `view` in the memory of `owner` (a graph input, a module's tensor,
     or the node that made that memory), laid out as `owner_layout`; the `aliases`, other
-    tensors in that memory that are read later, see the new values there.
+    tensors in that memory that are read later, see the new values there (a tuple of
+    tensors, `split`'s pieces, has a layout per piece: None for one elsewhere).
     """
 
     op: str
@@ -105,7 +106,11 @@ class OutOfPlace:
     owner: torch.fx.Node
     owner_layout: Layout
     view: Layout
-    aliases: tuple[tuple[torch.fx.Node, Layout], ...]
+    aliases: tuple[tuple[torch.fx.Node, Layout | tuple[Layout | None, ...]], ...]
+
+
+def is_tensor_value(value) -> bool:
+    return isinstance(value, torch.Tensor)
 
 
 def out_of_place_target(node: torch.fx.Node, fn) -> tuple[str, object]:
@@ -203,9 +208,7 @@ class Functionalization:
             ]
             if not shared or not any(self.position[u] > self.position[node] for u in other.users):
                 continue
-            if not isinstance(self.meta.values[other], torch.Tensor):
-                raise EagerOnly(f"{node.name} writes into memory that {other.name} holds a part of")
-            aliases.append((other, self.relative(node, other, base)))
+            aliases.append((other, self.places(node, other, tensor, base)))
         # The meta run keeps each tensor's last sizes and strides only: the layouts above
         # hold while no op changes them, or where only the tensor itself is read after it.
         alone = not aliases and tensor is base and owner.op not in ("placeholder", "get_attr")
@@ -235,15 +238,29 @@ class Functionalization:
                 return other
         raise EagerOnly(f"{node.name} writes into {target.name}, whose memory no node made")
 
-    def relative(self, node, other, base: torch.Tensor) -> Layout:
-        """Where `other`'s tensor lies in the memory of `base`, as a layout of base's buffer."""
-        tensor = self.meta.values[other]
+    def relative(self, node, other, base: torch.Tensor, tensor=None) -> Layout:
+        """Where `other`'s tensor (or `tensor`, one of its pieces) lies in the memory of
+        `base`, as a layout of base's buffer."""
+        tensor = self.meta.values[other] if tensor is None else tensor
         offset = tensor.storage_offset() - base.storage_offset()
         if tensor.dtype != base.dtype or offset < 0:
             raise EagerOnly(
                 f"{node.name} writes into memory that {other.name} sees as {tensor.dtype}"
             )
         return Layout.of(tensor, offset)
+
+    def places(self, node, other, written: torch.Tensor, base: torch.Tensor):
+        """`other`'s layout in the written memory; for a tuple of pieces (`split`, `chunk`,
+        `unbind`), one per piece, None for a piece of other memory."""
+        value = self.meta.values[other]
+        if isinstance(value, torch.Tensor):
+            return self.relative(node, other, base)
+        if not (isinstance(value, (tuple, list)) and all(map(is_tensor_value, value))):
+            raise EagerOnly(f"{node.name} writes into memory that {other.name} holds a part of")
+        return tuple(
+            self.relative(node, other, base, t) if storage_id(t) == storage_id(written) else None
+            for t in value
+        )
 
     def check_safe(self, node, target, tensor):
         """Raise `EagerOnly` where computing `node` out of place could give another answer."""

@@ -389,8 +389,21 @@ class GraphLowering:
         if not form.aliases:
             return value
         for alias, layout in form.aliases:
-            env[alias] = self.in_memory(form.owner, form.owner_layout, layout)
+            env[alias] = self.aliased(form, env[alias], layout)
         return self.in_memory(form.owner, form.owner_layout, form.view)
+
+    def aliased(self, form: OutOfPlace, old, layout):
+        """What an alias of the written memory reads from now on: the memory at its layout;
+        for a tuple of pieces, each piece of that memory at its own."""
+        if not isinstance(layout, tuple):
+            return self.in_memory(form.owner, form.owner_layout, layout)
+        if not isinstance(old, (tuple, list)):  # the pieces of an extern call (sizes.py)
+            raise EagerOnly(f"a write reaches the pieces of {old}, which torch made")
+        pieces = (
+            piece if at is None else self.in_memory(form.owner, form.owner_layout, at)
+            for piece, at in zip(old, layout, strict=True)
+        )
+        return type(old)(pieces)
 
     def in_memory(self, owner, owner_layout: Layout, layout: Layout):
         """The tensor at `layout` in `owner`'s memory, its stores applied: computed where it

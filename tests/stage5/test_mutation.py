@@ -209,8 +209,23 @@ def returns_two_views(a):
     return top, bottom, m  # eager's three share memory, and so do ours
 
 
+def write_into_a_chunk(a):
+    m = a * 3
+    pieces = m.chunk(2, 1)
+    pieces[1].add_(1)  # `pieces` is read after: its second piece sees the write
+    return m, pieces[0], pieces[1] * 2
+
+
+def zero_a_row_of_unbind(a):
+    rows = (a + 1).unbind(0)
+    rows[2].zero_()
+    return rows[1] * 2, rows[2] + 1
+
+
 ALIASES = {
     "view_read_after": (view_read_after, ()),
+    "write_into_a_chunk": (write_into_a_chunk, ()),
+    "zero_a_row_of_unbind": (zero_a_row_of_unbind, ("zero__on_a_copy",)),
     "write_into_view": (write_into_view, ()),
     "views_of_views": (views_of_views, ()),
     "detached_read_after": (detached_read_after, ("detach",)),
@@ -479,8 +494,15 @@ def index_put_into_an_input(a, b):
     return a
 
 
+def scale_a_piece_of_split(a):
+    q, k = a.split(3, 1)
+    q.mul_(0.5)  # into the caller's tensor, and `k` of the same memory read after
+    return k + 1, q * 1
+
+
 VIEWS_OF_INPUTS = {
     "add_into_a_row": (add_into_a_row, ()),
+    "scale_a_piece_of_split": (scale_a_piece_of_split, ()),
     "add_into_a_column": (add_into_a_column, ()),
     "mul_through_a_transpose": (mul_through_a_transpose, ()),
     "add_through_a_flat_view": (add_through_a_flat_view, ()),
