@@ -9,10 +9,12 @@ inside them; the inputs have few significant bits so that an exact sum in double
 and torch's float32 sum are the same number.
 """
 
+from unittest import mock
+
 import torch
 from hypothesis import given, note, settings
 
-from stage5_inductor_cpp import compile_fx
+from stage5_inductor_cpp import compile_fx, lowering
 from tests.oracle import assert_same_as_eager
 from tests.stage5.helpers import assert_program_compiled, compile_traced
 from tests.stage5.programs import programs, tolerances
@@ -66,3 +68,17 @@ def _eager_ok(fn, inputs):
     except Exception:  # the program is invalid in eager (bad broadcast, empty amax...)
         return False
     return True
+
+
+@settings(max_examples=20)
+@given(programs())
+def test_programs_with_reductions_split_in_two(program):
+    """Reductions split in two (`split_reduction`, the GPU's rule, here with small
+    thresholds and on the CPU): the partials are stored in the accumulation dtype, so the
+    answers are eager's within the same tolerances."""
+    with (
+        mock.patch.object(lowering, "SPLIT_REDUCTIONS_ON", {"cpu"}),
+        mock.patch.object(lowering, "SPLIT_MIN_CHUNK", 2),
+        mock.patch.object(lowering, "SPLIT_INTO", 64),
+    ):
+        check(program)

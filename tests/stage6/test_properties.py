@@ -3,9 +3,12 @@
 Few examples: on the CPU every kernel runs under Triton's interpreter, which is slow.
 """
 
+from unittest import mock
+
 import pytest
 from hypothesis import given, note, settings
 
+from stage5_inductor_cpp import lowering
 from tests.oracle import assert_same_as_eager
 from tests.stage5.helpers import assert_program_compiled
 from tests.stage5.programs import programs, tolerances
@@ -36,3 +39,17 @@ def test_pointwise_programs(program, device):
 @given(program=programs())
 def test_programs_with_reductions(program, device):
     check(program, device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@settings(max_examples=10)
+@given(program=programs())
+def test_programs_with_reductions_split_in_two(program, device):
+    """The same programs with every reduction of a few elements and more split in two
+    (`split_reduction`, the GPU's rule, here with small thresholds and on the CPU too)."""
+    with (
+        mock.patch.object(lowering, "SPLIT_REDUCTIONS_ON", {"cpu", "cuda"}),
+        mock.patch.object(lowering, "SPLIT_MIN_CHUNK", 2),
+        mock.patch.object(lowering, "SPLIT_INTO", 64),
+    ):
+        check(program, device)
