@@ -4,16 +4,26 @@ test_fusion.py checks the same rewrite through the whole backend (the wrapper's
 `# addmm` lines, and results equal to eager's).
 """
 
+from unittest import mock
+
+import hypothesis.strategies as st
 import pytest
 import torch
 import torch.nn.functional as F
+from hypothesis import given, settings
 
 from stage5_inductor_cpp import bias_addmm
 from stage5_inductor_cpp.bias_addmm import broadcasts_to
 from stage5_inductor_cpp.graph import GraphLowering
 from stage5_inductor_cpp.ir import ComputedBuffer, ExternKernel
 from tests.oracle import assert_same_as_eager
-from tests.stage5.helpers import check_both, check_lowered, check_traced, compile_traced
+from tests.stage5.helpers import (
+    as_python_function,
+    check_both,
+    check_lowered,
+    check_traced,
+    compile_traced,
+)
 
 
 def lowered(fn, *args) -> GraphLowering:
@@ -170,3 +180,35 @@ def test_products_that_cannot_share_a_gemm_stay_apart(siblings_on_the_cpu, name)
 
 def test_sibling_products_stay_apart_on_the_cpu():
     assert externs(lowered(qkv, *qkv_args())) == [torch.addmm] * 3
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    lead=st.lists(st.integers(1, 4), min_size=0, max_size=2),
+    k=st.integers(1, 9),
+    widths=st.lists(st.integers(1, 7), min_size=2, max_size=4),
+    with_bias=st.booleans(),
+    then=st.sampled_from(["sum", "views", "outputs"]),
+)
+def test_random_sibling_products_equal_eager(lead, k, widths, with_bias, then):
+    """Linears of one input, of random widths, with or without biases, their results read
+    by a reduction, through views, or returned: eager's values and strides."""
+    x = torch.randn(*lead, 3, k)
+    params = [t for n in widths for t in [torch.randn(n, k)] + [torch.randn(n)] * with_bias]
+    step = 2 if with_bias else 1
+
+    def linears(x, *params):
+        biases = params[1::step] if with_bias else [None] * len(widths)
+        pairs = zip(params[::step], biases, strict=True)
+        results = [F.linear(x, w, b) for w, b in pairs]
+        if then == "sum":
+            return sum(r.sum(-1) for r in results)
+        if then == "views":
+            return [r.transpose(-1, -2) * 2 for r in results]
+        return results
+
+    fn = as_python_function(linears, 1 + len(params))
+    with mock.patch.object(bias_addmm, "SIBLINGS_ON", {"cpu"}):
+        graph = GraphLowering(torch.fx.symbolic_trace(fn), [x, *params]).run()
+        assert externs(graph).count(torch.addmm if with_bias else torch.mm) == 1
+        check_traced(fn, x, *params)
