@@ -184,9 +184,10 @@ def sibling_products(graph, node, env) -> BufferView | None:
         return None
     if node in graph.sibling_results:
         return graph.sibling_results.pop(node)
-    x = env[linear_args(node)[0]]
-    weights = [env[linear_args(m)[1]] for m in group]
-    biases = [env[linear_args(m)[2]] for m in group if linear_args(m)[2] is not None]
+    calls = [linear_args(member) for member in group]  # (input, weight, bias) nodes
+    x = env[calls[0][0]]
+    weights = [env[weight] for _, weight, _ in calls]
+    biases = [env[bias] for _, _, bias in calls if bias is not None]
     try:
         for weight, bias in itertools.zip_longest(weights, biases):
             check_linear(x, weight, bias)

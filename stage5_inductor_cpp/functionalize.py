@@ -109,10 +109,6 @@ class OutOfPlace:
     aliases: tuple[tuple[torch.fx.Node, Layout | tuple[Layout | None, ...]], ...]
 
 
-def is_tensor_value(value) -> bool:
-    return isinstance(value, torch.Tensor)
-
-
 def out_of_place_target(node: torch.fx.Node, fn) -> tuple[str, object]:
     """The call that computes what `node` writes, without writing: (FX op, target)."""
     if node.target in IN_PLACE_OPERATORS:
@@ -255,7 +251,9 @@ class Functionalization:
         value = self.meta.values[other]
         if isinstance(value, torch.Tensor):
             return self.relative(node, other, base)
-        if not (isinstance(value, (tuple, list)) and all(map(is_tensor_value, value))):
+        if not (
+            isinstance(value, (tuple, list)) and all(isinstance(t, torch.Tensor) for t in value)
+        ):
             raise EagerOnly(f"{node.name} writes into memory that {other.name} holds a part of")
         return tuple(
             self.relative(node, other, base, t) if storage_id(t) == storage_id(written) else None

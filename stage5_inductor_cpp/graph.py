@@ -178,7 +178,6 @@ class GraphLowering:
         self.stored: dict[int, tuple[Pointwise | Reduction, BufferView]] = {}  # by id: realize
         self.siblings: dict = {}  # linear node -> the linears sharing its input (bias_addmm.py)
         self.sibling_results: dict = {}  # linear node -> its slice of the group's product
-        self.env: Values | None = None  # node -> lowered value, while lowering
         tensors = [a for a in example_inputs if isinstance(a, torch.Tensor)]
         self.device = tensors[0].device if tensors else torch.device("cpu")  # the kernels' device
 
@@ -232,7 +231,7 @@ class GraphLowering:
         resolve = lambda node: self.resolve(node.op, node.target)  # noqa: E731
         self.out_of_place = Functionalization(self.gm, self.meta, resolve).forms()
         self.siblings = linear_siblings(self.gm, self.meta)  # bias_addmm.py
-        env = self.env = Values(self.stored)
+        env = Values(self.stored)
         # Inputs and constants first: a graph may name a weight just before its use, and a
         # call may read the weights of later ones (`sibling_products`).
         for node in self.gm.graph.nodes:
@@ -255,7 +254,7 @@ class GraphLowering:
             else:
                 layouts.land_view_bases(self, node, env)
                 args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), env.__getitem__)
-                env[node] = self.lower_node(node, args, kwargs)
+                env[node] = self.lower_node(node, args, kwargs, env)
         return self
 
     # --- inputs written in place (functionalize.py): their final values go back -----------
@@ -346,10 +345,10 @@ class GraphLowering:
             return attribute(self.gm, target)
         return target
 
-    def lower_node(self, node, args, kwargs):
+    def lower_node(self, node, args, kwargs, env):
         if (addmm := bias_addmm(self, node, args, kwargs)) is not None:  # bias_addmm.py
             return addmm
-        if (product := sibling_products(self, node, self.env)) is not None:  # bias_addmm.py
+        if (product := sibling_products(self, node, env)) is not None:  # bias_addmm.py
             return product
         return self.lower_call(node, node.op, node.target, args, kwargs, len(node.users))
 

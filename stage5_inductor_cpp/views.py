@@ -197,12 +197,19 @@ def narrow(graph, out, x, dim, start, length):
 # the same call on a meta tensor as long as the cut dimension.
 
 
-def _pieces(graph, out, x, dim, cut):
+def _cut_dim(x, dim) -> tuple[int, int]:
+    """The dimension to cut and its length; a 0-d tensor has none (the extern's meta run
+    then raises eager's error), a symbolic length is torch's to cut."""
     dim = _dim(dim, len(x.ranges))
     if not x.ranges:
-        raise RuntimeError("split expects at least a 1-dimensional tensor")
-    if is_symbolic(length := x.ranges[dim]):
+        raise RuntimeError("a 0-d tensor has no dimension to cut")
+    if is_symbolic(x.ranges[dim]):
         raise Fallback("the pieces of a symbolic size")
+    return dim, x.ranges[dim]
+
+
+def _pieces(graph, out, x, dim, cut):
+    dim, length = _cut_dim(x, dim)
     sizes = [piece.shape[0] for piece in cut(torch.empty(length, device="meta"))]
     starts = itertools.accumulate(sizes, initial=0)
     return tuple(narrow(graph, out, x, dim, s, n) for s, n in zip(starts, sizes, strict=False))
@@ -223,11 +230,7 @@ def chunk(graph, out, x, chunks, dim=0):
 
 @register("unbind", same_dtype=True)
 def unbind(graph, out, x, dim=0):
-    dim = _dim(dim, len(x.ranges))
-    if not x.ranges:
-        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
-    if is_symbolic(length := x.ranges[dim]):
-        raise Fallback("the pieces of a symbolic size")
+    dim, length = _cut_dim(x, dim)
     return tuple(select(graph, out, x, dim, i) for i in range(length))
 
 

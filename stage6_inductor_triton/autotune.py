@@ -126,7 +126,6 @@ class KernelLauncher:
         self.key = hashlib.sha256(text.encode()).hexdigest()[:32]
         self.config: Config | None = None
         self.compiled: dict[tuple[Config, tuple], object] = {}  # (config, specialisation) ->
-        self.slow_launches = 0  # launches that went through `kernel[grid]` (a new binary)
 
     def run(self, *args, grid):
         if self.config is None:
@@ -156,7 +155,6 @@ class KernelLauncher:
         key = config, specialisation(args)  # a kernel may see both (aligned or not, by call)
         binary = self.compiled.get(key)
         if binary is None:
-            self.slow_launches += 1
             binary = kernel[grid](
                 *args, **config.meta, num_warps=config.num_warps, **EAGER_NUMERICS
             )
