@@ -141,6 +141,31 @@ def test_batch_norm_in_training_writes_its_running_stats_as_eager():
         torch.testing.assert_close(ours.grad, theirs.grad)
 
 
+def test_written_inputs_are_copied_back_in_one_call_per_dtype(monkeypatch):
+    """Two batch norms write six statistics (four float, two int64 counts): the runtime
+    copies them back with one `_foreach_copy_` per dtype, not one copy each."""
+    model = torch.nn.Sequential(torch.nn.BatchNorm1d(4), torch.nn.BatchNorm1d(4))
+    eager = copy.deepcopy(model)
+    compiled = stage4_fx.compile(model, backend=compile_fx)
+    x = torch.randn(8, 4, requires_grad=True)
+    compiled(x).sum().backward()  # compiles; the next call is counted
+    eager(x).sum().backward()
+    calls = []
+    foreach_copy = torch._foreach_copy_
+    monkeypatch.setattr(
+        torch,
+        "_foreach_copy_",
+        lambda into, new: calls.append(len(into)) or foreach_copy(into, new),
+    )
+    compiled(x).sum().backward()
+    eager(x).sum().backward()
+    assert sorted(calls) == [2, 4]
+    for (name, ours), theirs in zip(
+        model.state_dict().items(), eager.state_dict().values(), strict=True
+    ):
+        torch.testing.assert_close(ours, theirs, msg=name)
+
+
 def saved_bytes(fn, *args) -> int:
     """The bytes autograd saves for backward while `fn` runs (distinct tensors)."""
     storages = {}
