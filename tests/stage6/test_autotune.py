@@ -3,6 +3,7 @@
 import json
 
 import pytest
+import torch
 
 from stage6_inductor_triton import autotune
 from stage6_inductor_triton.autotune import Config, KernelLauncher, configs_for, grid
@@ -210,3 +211,47 @@ def test_later_launches_call_the_binary_until_the_specialisation_changes(monkeyp
         hooks.launch_enter_hook.remove(hook)
     assert binary.runs[-1][7:9] == (hooks.launch_enter_hook, None)
     assert binary.runs[-1][6] == ("metadata for", (1024,), "stream")
+
+
+class FakeLauncher:
+    """A compiled binary's launcher as Triton 3.6 makes it: its C `launch`, and what the
+    Python `__call__` around it passes (no scratch memory, no cooperative grid)."""
+
+    global_scratch_size = profile_scratch_size = 0
+    launch_cooperative_grid = launch_pdl = False
+
+    def __init__(self):
+        self.launches = []
+
+    def launch(self, *arguments):
+        self.launches.append(arguments)
+
+
+def test_aligned_tensor_launches_call_the_c_launcher_directly(monkeypatch):
+    """Once a configuration is chosen, a launch whose arguments are all tensors at 16-byte
+    aligned addresses skips the specialisation key and Triton's Python `__call__`: the C
+    launch gets what `__call__` would have passed it. A misaligned tensor still needs its
+    own binary, and later aligned launches keep the direct path."""
+    launcher_of_binary = FakeLauncher()
+    binary, through_triton = FakeBinary(), []
+    binary.run = launcher_of_binary  # `CompiledKernel.run` is its launcher
+
+    class Kernel:
+        def __getitem__(self, grid):
+            return lambda *args, **meta: through_triton.append(args) or binary
+
+    monkeypatch.setattr(autotune, "current_stream", lambda: "stream")
+    config = Config(XBLOCK=1024, RBLOCK=None, num_warps=4)
+    launcher = KernelLauncher("k", {False: Kernel()}, "source", [config], "Some GPU")
+    a, b = torch.zeros(64), torch.zeros(64)
+    odd = b[1:]  # 4 bytes past an aligned address
+    for args in ((a, b), (a, b), (a, odd), (a, b), (a, odd)):
+        launcher.run(*args, grid=grid(3000))
+    assert through_triton == [(a, b), (a, odd)]
+    fixed = (3, 1, 1, "stream", "function", False, False, None, None, "metadata", None, None, None)
+    assert [call[13:] for call in launcher_of_binary.launches] == [
+        (a, b, 1024),
+        (a, b, 1024),
+        (a, odd, 1024),
+    ]
+    assert all(call[:13] == fixed for call in launcher_of_binary.launches)
