@@ -16,6 +16,7 @@ several devices), and so are graphs with a kernel the Triton codegen does not ha
 
 import functools
 import math
+import re
 
 import torch
 import torch.fx
@@ -68,14 +69,32 @@ class TritonKernels:
         interpreted = self.device.type == "cpu"
         module = load_module(source, interpreted)
         device_name = "interpreter" if interpreted else torch.cuda.get_device_name(self.device)
-        launchers = {}
+        launchers, by_text = {}, {}
         for name, pair in self.variants.items():
-            fns = {False: getattr(module, pair[0].name), True: getattr(module, pair[-1].name)}
             text = "\n".join(w.source for w in pair)
+            same = anonymous(text, [pair[0].name, pair[-1].name, *pair[0].args])
+            if same in by_text:  # the same kernel as one before: one launcher, one binary
+                launchers[name] = by_text[same]
+                continue
+            fns = {False: getattr(module, pair[0].name), True: getattr(module, pair[-1].name)}
             written = [i for i, mode in enumerate(pair[0].args.values()) if mode == "out"]
             configs = configs_for(pair[0].shape, has_looped=len(pair) > 1)
             launchers[name] = KernelLauncher(name, fns, text, configs, device_name, written)
+            by_text[same] = launchers[name]
         return launchers, source_path(source)[0]
+
+
+def anonymous(source: str, names: list[str]) -> str:
+    """A kernel's source with its own name and its parameters' named by position.
+
+    Two kernels that differ only in these (ResNet's repeated blocks: the same shapes, other
+    buffers) do the same work: the wrapper launches the first for both, so Triton compiles
+    and the tuner times one kernel, not one per block. Inductor names its kernels'
+    parameters `in_ptr0, out_ptr0, ...` and keeps one kernel per source text
+    (`src_to_kernel` in torch/_inductor/codegen/wrapper.py) for the same reason."""
+    rename = {name: f"_{i}" for i, name in enumerate(dict.fromkeys(names))}
+    pattern = r"\b(" + "|".join(map(re.escape, rename)) + r")\b"
+    return re.sub(pattern, lambda m: rename[m.group()], source)
 
 
 def device_of(args) -> torch.device | None:

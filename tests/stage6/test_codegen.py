@@ -201,3 +201,23 @@ def test_reductions_are_split_on_the_gpu_only(device):
     images = torch.randn(8, 4, 16, 16)
     compiled = check_traced(lambda t: t.sum((0, 2, 3)), images, device=device, atol=1e-3, rtol=1e-4)
     assert len(compiled.last.kernel_names) == (2 if device == "cuda" else 1)
+
+
+def repeated_blocks(x, w1, w2, w3):
+    """Three blocks that differ only in their weights, then one of another width."""
+    for w in (w1, w2):
+        x = torch.relu(x @ w) * 2 + 1
+    return torch.relu(x[:, :8] @ w3) * 2 + 1
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_kernels_that_differ_only_in_names_share_one_launcher(device):
+    """Kernels whose source is the same but for their own name and their buffers' names
+    are launched through one launcher (one Triton binary, tuned once); a kernel of other
+    sizes keeps its own."""
+    ws = [torch.randn(16, 16), torch.randn(16, 16), torch.randn(8, 16)]
+    compiled = check_traced(repeated_blocks, torch.randn(4, 16), *ws, device=device)
+    launchers = [
+        v for k, v in compiled.last.call.__globals__.items() if k in compiled.last.kernel_names
+    ]
+    assert len(launchers) == 3 and len({id(v) for v in launchers}) == 2
