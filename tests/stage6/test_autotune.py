@@ -183,11 +183,9 @@ class Pointer:
         return self.address
 
 
-def test_later_launches_call_the_binary_until_the_specialisation_changes(monkeypatch):
-    """The first launch goes through Triton (which compiles and returns the binary); later
-    ones call the binary's launcher directly, with the constexprs after the arguments; a
-    pointer that is no longer 16-byte aligned needs another binary: through Triton again."""
-    binary, through_triton = FakeBinary(), []
+def launcher_of(binary, through_triton: list, monkeypatch) -> KernelLauncher:
+    """A launcher of one configuration whose kernel, launched through Triton, records its
+    arguments in `through_triton` and returns `binary`."""
 
     class Kernel:
         def __getitem__(self, grid):
@@ -195,7 +193,15 @@ def test_later_launches_call_the_binary_until_the_specialisation_changes(monkeyp
 
     monkeypatch.setattr(autotune, "current_stream", lambda: "stream")
     config = Config(XBLOCK=1024, RBLOCK=None, num_warps=4)
-    launcher = KernelLauncher("k", {False: Kernel()}, "source", [config], "Some GPU")
+    return KernelLauncher("k", {False: Kernel()}, "source", [config], "Some GPU")
+
+
+def test_later_launches_call_the_binary_until_the_specialisation_changes(monkeypatch):
+    """The first launch goes through Triton (which compiles and returns the binary); later
+    ones call the binary's launcher directly, with the constexprs after the arguments; a
+    pointer that is no longer 16-byte aligned needs another binary: through Triton again."""
+    binary, through_triton = FakeBinary(), []
+    launcher = launcher_of(binary, through_triton, monkeypatch)
     aligned, odd = Pointer(4096), Pointer(4100)
     for args in ((aligned, aligned), (aligned, aligned), (aligned, odd), (aligned, odd)):
         launcher.run(*args, grid=grid(2**20))
@@ -235,14 +241,7 @@ def test_aligned_tensor_launches_call_the_c_launcher_directly(monkeypatch):
     launcher_of_binary = FakeLauncher()
     binary, through_triton = FakeBinary(), []
     binary.run = launcher_of_binary  # `CompiledKernel.run` is its launcher
-
-    class Kernel:
-        def __getitem__(self, grid):
-            return lambda *args, **meta: through_triton.append(args) or binary
-
-    monkeypatch.setattr(autotune, "current_stream", lambda: "stream")
-    config = Config(XBLOCK=1024, RBLOCK=None, num_warps=4)
-    launcher = KernelLauncher("k", {False: Kernel()}, "source", [config], "Some GPU")
+    launcher = launcher_of(binary, through_triton, monkeypatch)
     a, b = torch.zeros(64), torch.zeros(64)
     odd = b[1:]  # 4 bytes past an aligned address
     for args in ((a, b), (a, b), (a, odd), (a, b), (a, odd)):
