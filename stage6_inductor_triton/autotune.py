@@ -134,16 +134,17 @@ def fast_launch(binary, config: Config):
     launcher, function, packed = binary.run, binary.function, binary.packed_metadata
     meta, xblock = tuple(config.meta.values()), config.XBLOCK  # the constexprs, in order
     hooks = triton.knobs.runtime
-    scratch = getattr(launcher, "global_scratch_size", 1) or getattr(
-        launcher, "profile_scratch_size", 1
+    # Triton 3.6's launcher: `__call__` allocates the scratch memory a binary may need,
+    # then calls `launch` with the launch flags and the scratch pointers inserted.
+    names = ("launch", "launch_cooperative_grid", "launch_pdl")
+    direct = all(hasattr(launcher, name) for name in names) and not (
+        getattr(launcher, "global_scratch_size", 1) or getattr(launcher, "profile_scratch_size", 1)
     )
-    if scratch:
-        call = launcher
+    if direct:
+        call = launcher.launch
+        inserted = (launcher.launch_cooperative_grid, launcher.launch_pdl, None, None)
     else:
-        c_launch, flags = launcher.launch, (launcher.launch_cooperative_grid, launcher.launch_pdl)
-
-        def call(x, y, z, stream, function, *rest):
-            c_launch(x, y, z, stream, function, *flags, None, None, *rest)
+        call, inserted = launcher, ()
 
     def launch(args, grid):
         programs = grid({"XBLOCK": xblock})[0]
@@ -152,7 +153,7 @@ def fast_launch(binary, config: Config):
         leave = hooks.launch_exit_hook if hooks.launch_exit_hook.calls else None
         bound = (*args, *meta)
         metadata = binary.launch_metadata((programs,), stream, *bound) if enter else None
-        call(programs, 1, 1, stream, function, packed, metadata, enter, leave, *bound)
+        call(programs, 1, 1, stream, function, *inserted, packed, metadata, enter, leave, *bound)
 
     return launch
 

@@ -254,3 +254,25 @@ def test_aligned_tensor_launches_call_the_c_launcher_directly(monkeypatch):
         (a, odd, 1024),
     ]
     assert all(call[:13] == fixed for call in launcher_of_binary.launches)
+
+
+def test_a_binary_that_needs_scratch_memory_launches_through_tritons_call(monkeypatch):
+    """Triton's Python `__call__` allocates a binary's scratch memory: such a binary's
+    launches keep going through it, with the arguments `__call__` takes."""
+
+    class ScratchLauncher(FakeLauncher):
+        global_scratch_size = 64
+
+        def __call__(self, *arguments):
+            self.calls.append(arguments)
+
+    launcher_of_binary = ScratchLauncher()
+    launcher_of_binary.calls = []
+    binary = FakeBinary()
+    binary.run = launcher_of_binary
+    launcher = launcher_of(binary, [], monkeypatch)
+    a = torch.zeros(64)
+    for _ in range(3):
+        launcher.run(a, grid=grid(3000))
+    fixed = (3, 1, 1, "stream", "function", "metadata", None, None, None, a, 1024)
+    assert launcher_of_binary.calls == [fixed, fixed] and launcher_of_binary.launches == []
