@@ -20,7 +20,7 @@ import torch.utils._pytree as pytree
 
 from .functionalize import WriteBack
 from .graph import ExternValue
-from .ir import BufferView, ExternKernel
+from .ir import BufferView, ExternKernel, Layout
 from .scheduler import ExternCall, FusedKernel
 from .sizes import is_symbolic, text
 
@@ -43,6 +43,24 @@ def with_layout(tensor, size, stride):
     return torch.empty_strided(size, stride, dtype=tensor.dtype, device=tensor.device).copy_(tensor)
 
 
+def same_memory(view: Layout, layout: Layout) -> bool:
+    """Whether `view` is another order of `layout`'s elements: the same addresses, static."""
+
+    def dims(one: Layout) -> list[tuple]:  # (stride, size) of the dims that move, sorted
+        pairs = zip(one.stride, one.size, strict=True)
+        return sorted((stride, size) for stride, size in pairs if size != 1)
+
+    numbers = [*view.size, *view.stride, *layout.size, *layout.stride]
+    return (
+        view != layout
+        and view.offset == layout.offset == 0
+        and view.dtype == layout.dtype
+        and all(isinstance(n, int) for n in numbers)  # not symbols (sizes.py)
+        and 0 not in view.size  # no elements: nothing to compare
+        and dims(view) == dims(layout)
+    )
+
+
 def names_in(value) -> list[str]:
     """The buffers an extern argument or an output refers to by name."""
     leaves = pytree.tree_leaves(value, is_leaf=lambda v: isinstance(v, (BufferView, ExternValue)))
@@ -61,11 +79,12 @@ class WrapperCode:
         self.namespace.update(graph.constants)
         self.symbols = graph.symbols()  # symbol -> where the wrapper reads it (sizes.py)
         self.lines: list[str] = []
+        self.made_as = self.views_to_allocate()  # buffer name -> the layout it is made with
 
     def value(self, v) -> str:
         """Python source for an extern argument or an output."""
         if isinstance(v, BufferView):
-            if v.is_whole_buffer():
+            if v.layout == self.made_as.get(v.buffer.name, v.buffer.layout):
                 return v.buffer.name
             size, stride = sizes_text(v.layout.size), sizes_text(v.layout.stride)
             return f"reinterpret({v.buffer.name}, {size}, {stride}, {text(v.layout.offset)})"
@@ -117,6 +136,36 @@ class WrapperCode:
         self.lines.append(f"    return {self.value(self.graph.outputs)}")
         return "\n".join(["def call(args):", *self.lines]) + "\n"
 
+    def views_to_allocate(self) -> dict[str, Layout]:
+        """Kernel outputs to allocate as the one view of them that extern calls and outputs
+        read: {buffer name: that view's layout}.
+
+        A channels-last image is a kernel's (N, H, W, C) buffer, read by the convolution as
+        an (N, C, H, W) view with channels-last strides: the same memory in another order.
+        Allocated as that view, the buffer is passed as it is, where `reinterpret` would
+        make a view of it at each read (`as_strided`, microseconds a call, 220 a training
+        step of ResNet-50). Kernels see only the address, so their indexing is unchanged.
+        Inductor gives such a buffer the view's layout from the start (a `FixedLayout`
+        with channels-last strides)."""
+        views: dict[str, set] = {}
+        steps = [s for s in self.steps if isinstance(s, ExternCall)]
+        refs = [
+            leaf for s in steps for leaf in pytree.tree_leaves((s.buffer.args, s.buffer.kwargs))
+        ]
+        refs += pytree.tree_leaves(self.graph.outputs)
+        for v in refs:
+            if isinstance(v, BufferView):
+                views.setdefault(v.buffer.name, set()).add(v.layout)
+        made_as = {}
+        for step in self.steps:
+            if not isinstance(step, FusedKernel):
+                continue
+            for buffer in self.allocated(step):
+                seen = views.get(buffer.name, set())
+                if len(seen) == 1 and same_memory(view := next(iter(seen)), buffer.layout):
+                    made_as[buffer.name] = view
+        return made_as
+
     def plan_memory(self) -> tuple[dict[int, dict[str, str]], dict[int, list[str]]]:
         """For each step, which of its outputs take over a dead buffer ({step: {new: old}}),
         and which buffers die after it ({step: [names]}).
@@ -135,7 +184,7 @@ class WrapperCode:
         last_use, layouts = {}, {}  # layouts: the buffers whose memory is planned here
         for i, step in enumerate(self.steps):
             for buffer in self.allocated(step):
-                layouts[buffer.name] = buffer.layout
+                layouts[buffer.name] = self.made_as.get(buffer.name, buffer.layout)
                 last_use[buffer.name] = i  # dies at once if nothing reads it
             if isinstance(step, ExternCall):
                 if step.buffer.may_alias:  # its result may be a view of these: keep them
@@ -153,7 +202,7 @@ class WrapperCode:
                     pool.append(name)
                     released.add(name)
             for buffer in self.allocated(step):
-                match = next((old for old in pool if layouts[old] == buffer.layout), None)
+                match = next((old for old in pool if layouts[old] == layouts[buffer.name]), None)
                 if match is not None:
                     pool.remove(match)
                     plan.setdefault(i, {})[buffer.name] = match
@@ -190,7 +239,8 @@ class WrapperCode:
             old = reuse[buffer.name]
             self.lines.append(f"    {buffer.name} = {old}; del {old}  # reuse")
         else:
-            self.lines.append(f"    {buffer.name} = {self.allocation(buffer.layout)}")
+            layout = self.made_as.get(buffer.name, buffer.layout)
+            self.lines.append(f"    {buffer.name} = {self.allocation(layout)}")
 
     # The two lines a backend changes (stage 6: on the device, on a grid).
     placement = ""  # where buffers are allocated: stage 6 adds `, device='cuda:0'`

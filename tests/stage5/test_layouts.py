@@ -10,7 +10,8 @@ import torch.nn.functional as F
 
 from stage5_inductor_cpp import compile_fx
 from stage5_inductor_cpp.graph import GraphLowering
-from stage5_inductor_cpp.ir import ExternKernel
+from stage5_inductor_cpp.ir import ExternKernel, Layout
+from stage5_inductor_cpp.wrapper import same_memory
 from tests.stage5.helpers import check_lowered, check_torch_compile, compile_traced
 
 x = torch.randn(4, 5)
@@ -178,6 +179,35 @@ def test_the_kernels_between_convolutions_loop_over_channels_innermost():
     assert [conv.args[0].layout.stride for conv in convs] == [(192, 1, 24, 3), (144, 1, 24, 4)]
     relu = convs[1].args[0].buffer
     assert relu.data.ranges == (2, 6, 6, 4) and relu.layout.stride == (144, 24, 4, 1)
+
+
+def test_an_image_read_only_as_channels_last_is_allocated_so():
+    """The ReLU's buffer is (N, H, W, C) in memory and the second convolution reads it as an
+    (N, C, H, W) view with channels-last strides: the wrapper allocates it with the view's
+    sizes and strides and passes it as it is, with no view made at each call."""
+    compiled = check_lowered(
+        IMAGES["conv_relu_conv"], torch.randn(2, 3, 8, 8), externs=("conv2d",), atol=1e-4, rtol=1e-4
+    )
+    source = compiled.last.wrapper_source
+    assert "reinterpret(" not in source
+    assert "empty_strided((2, 4, 6, 6), (144, 1, 24, 4)" in source
+
+
+NHWC = ((2, 6, 6, 4), (144, 24, 4, 1))  # a kernel's (N, H, W, C) buffer
+
+
+@pytest.mark.parametrize(
+    "view, buffer, same",
+    [
+        (((2, 4, 6, 6), (144, 1, 24, 4)), NHWC, True),  # its channels-last (N, C, H, W) view
+        (((2, 4, 6, 6), (144, 36, 6, 1)), NHWC, False),  # the same sizes, another memory order
+        (((2, 3, 6, 6), (144, 1, 24, 4)), NHWC, False),  # three of its four channels
+        (((2, 1, 6, 6), (36, 99, 6, 1)), ((2, 6, 6, 1), (36, 6, 1, 1)), True),  # a size-1 dim
+    ],
+)
+def test_same_memory_is_another_order_of_the_same_addresses(view, buffer, same):
+    as_layout = lambda pair: Layout(*pair, torch.float32)  # noqa: E731
+    assert same_memory(as_layout(view), as_layout(buffer)) is same
 
 
 def test_a_graph_without_convolutions_keeps_eagers_layouts():
