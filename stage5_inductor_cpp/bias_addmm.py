@@ -23,6 +23,7 @@ import dataclasses
 import itertools
 import math
 import operator
+from collections.abc import Hashable
 
 import torch
 import torch.nn.functional as F
@@ -152,6 +153,71 @@ PARAMETERS = ("placeholder", "get_attr")  # the nodes a graph's weights come fro
 SIBLINGS_ON = {"cuda"}  # the devices whose graphs stack sibling products (tests add "cpu")
 
 
+def _dims(rest) -> list:
+    """`permute`'s dims, passed as one list (`permute(w, [1, 0])`) or one by one."""
+    return list(rest[0]) if len(rest) == 1 and isinstance(rest[0], list | tuple) else rest
+
+
+# The ways a program writes "this matrix, transposed" (`w.t()`, `w.T`, `w.transpose(0, 1)`,
+# a training graph's `permute(w, [1, 0])`): each target, and whether its other arguments say so.
+TRANSPOSES = {
+    **dict.fromkeys([torch.t, torch.Tensor.t], lambda rest: not rest),
+    getattr: lambda rest: rest in (["T"], ["mT"]),
+    **dict.fromkeys(
+        [torch.transpose, torch.Tensor.transpose],
+        lambda rest: rest in ([0, 1], [1, 0], [-2, -1], [-1, -2]),
+    ),
+    **dict.fromkeys([torch.permute, torch.Tensor.permute], lambda rest: _dims(rest) == [1, 0]),
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Product:
+    """A product of an input by a weight matrix, as `linear` sees it: `x @ weight.t() + bias`,
+    where `weight` is a parameter, read transposed (`transposed`) when the program
+    multiplies by the parameter itself (`x @ w`, `addmm(b, x, w)`)."""
+
+    x: torch.fx.Node
+    weight: torch.fx.Node
+    transposed: bool
+    bias: object = None
+
+
+def product_of(node: torch.fx.Node, meta) -> Product | None:
+    """`node` as a product of its input by a parameter's matrix, or None: `F.linear`, and
+    `x @ m`, `mm`, `matmul` and `addmm(b, x, m)` where `m` is a 2-D parameter or its
+    transpose. The rule is about the product, not its spelling: `x @ w.t() + b` written
+    by hand, GPT-2's `addmm(b, x, w)` and a training graph's decomposed `linear` all stack."""
+    target = getattr(torch.Tensor, node.target) if node.op == "call_method" else node.target
+    if node.op not in ("call_function", "call_method") or not callable(target):
+        return None
+    if target in LINEARS:
+        x, weight, bias = linear_args(node)
+        return Product(x, weight, False, bias) if isinstance(weight, torch.fx.Node) else None
+    if target in MATMULS and len(node.args) == 2 and not node.kwargs:
+        x, matrix, bias = *node.args, None
+    elif target is torch.addmm and len(node.args) == 3 and not node.kwargs:
+        bias, x, matrix = node.args
+    else:
+        return None
+    if not isinstance(matrix, torch.fx.Node) or getattr(meta.values.get(matrix), "ndim", 0) != 2:
+        return None
+    if matrix.op in PARAMETERS:
+        return Product(x, matrix, True, bias)
+    parameter = transposed_parameter(matrix)
+    return Product(x, parameter, False, bias) if parameter is not None else None
+
+
+def transposed_parameter(node: torch.fx.Node) -> torch.fx.Node | None:
+    """The parameter that 2-D `node` is the transpose of, or None."""
+    target = getattr(torch.Tensor, node.target) if node.op == "call_method" else node.target
+    base, *rest = node.args or (None,)
+    if not (isinstance(base, torch.fx.Node) and base.op in PARAMETERS) or node.kwargs:
+        return None
+    says_so = TRANSPOSES.get(target) if isinstance(target, Hashable) else None
+    return base if says_so is not None and says_so(rest) else None
+
+
 def linear_args(node: torch.fx.Node):
     """`input, weight, bias` of a `linear` node, however they were passed."""
     args = dict(zip(("input", "weight", "bias"), node.args, strict=False)) | node.kwargs
@@ -159,21 +225,52 @@ def linear_args(node: torch.fx.Node):
 
 
 def linear_siblings(gm: torch.fx.GraphModule, meta) -> dict:
-    """The `linear` nodes that share their input with another, each -> its group (in graph
-    order): their weights and biases are the graph's inputs or constants (lowered before any
-    call: `GraphLowering.lower`), and nothing in the graph writes into them or the input."""
+    """The products (`product_of`) that share their input with another, each -> its group
+    (in graph order): their weights and biases are the graph's inputs or constants (lowered
+    before any call: `GraphLowering.lower`), nothing in the graph writes into them or the
+    input, and nothing writes anything between the group's first product and its last,
+    where all of them are computed (the input, a view, may see the write otherwise)."""
     written = {n for targets in meta.writes.values() for n in targets}
+    order = {node: i for i, node in enumerate(gm.graph.nodes)}
+    writers = sorted(order[node] for node, targets in meta.writes.items() if targets)
     groups: dict = {}
     for node in gm.graph.nodes:
-        if node.op != "call_function" or node.target not in LINEARS:
+        product = product_of(node, meta)
+        if product is None:
             continue
-        x, weight, bias = linear_args(node)
-        params = [p for p in (weight, bias) if p is not None]
-        if not isinstance(x, torch.fx.Node) or written & {x, *params}:
+        params = [p for p in (product.weight, product.bias) if p is not None]
+        if not isinstance(product.x, torch.fx.Node) or written & {product.x, *params}:
             continue
         if all(isinstance(p, torch.fx.Node) and p.op in PARAMETERS for p in params):
-            groups.setdefault((x, bias is None), []).append(node)
-    return {m: tuple(group) for group in groups.values() if len(group) > 1 for m in group}
+            key = (input_key(product.x), product.bias is None)
+            groups.setdefault(key, []).append((node, product))
+    siblings = {}
+    for group in groups.values():
+        first, last = order[group[0][0]], order[group[-1][0]]
+        if len(group) > 1 and not any(first < w < last for w in writers):
+            siblings.update(dict.fromkeys((node for node, _ in group), tuple(group)))
+    return siblings
+
+
+# Calls whose result depends only on their arguments and is the same view or number for the
+# same ones: two of them on the same arguments are one value (`input_key`).
+SAME_FOR_SAME = {"view", "reshape", "flatten", "size", torch.reshape, torch.flatten, getattr}
+SAME_FOR_SAME |= {operator.getitem}
+
+
+def input_key(value):
+    """What identifies a product's input: its node, or for a view or shape read of one, the
+    call and its arguments' keys. Each `x.reshape(-1, x.shape[-1]) @ w` of a program makes
+    its own reshape (symbolic_trace and stage 4's frontend keep them apart), of one input."""
+    if isinstance(value, list | tuple):
+        return tuple(map(input_key, value))
+    if isinstance(value, slice):  # `x[:, :8]` (a slice is not hashable before Python 3.12)
+        return (slice, input_key((value.start, value.stop, value.step)))
+    if not isinstance(value, torch.fx.Node) or value.op not in ("call_function", "call_method"):
+        return value
+    if value.target not in SAME_FOR_SAME or value.kwargs:
+        return value
+    return (value.op, value.target, input_key(value.args))
 
 
 def sibling_products(graph, node, env) -> BufferView | None:
@@ -184,22 +281,36 @@ def sibling_products(graph, node, env) -> BufferView | None:
         return None
     if node in graph.sibling_results:
         return graph.sibling_results.pop(node)
-    calls = [linear_args(member) for member in group]  # (input, weight, bias) nodes
-    x = env[calls[0][0]]
-    weights = [env[weight] for _, weight, _ in calls]
-    biases = [env[bias] for _, _, bias in calls if bias is not None]
+    x = env[group[0][1].x]
+    weights = [weight_of(env[product.weight], product.transposed) for _, product in group]
+    biases = [env[product.bias] for _, product in group if product.bias is not None]
     try:
         for weight, bias in itertools.zip_longest(weights, biases):
+            if weight is None:
+                raise Fallback("a weight that is not in memory")
             check_linear(x, weight, bias)
             if bias is not None and bias.ranges[0] != weight.ranges[0]:
                 raise Fallback("a bias broadcast along the product")
     except Fallback:
-        return None  # each linear is lowered alone, and says why if it falls back
+        return None  # each product is lowered alone, and says why if it falls back
     out = torch.empty((), dtype=x.dtype)  # the dtype stand-in lowerings take
     weight = graph.realize(cat(graph, out, weights, 0))
     bias = graph.realize(cat(graph, out, biases, 0)) if biases else None
     product = linear(graph, out, x, weight, bias)
     starts = itertools.accumulate((w.ranges[0] for w in weights), initial=0)
-    for member, w, start in zip(group, weights, starts, strict=False):
+    for (member, _), w, start in zip(group, weights, starts, strict=False):
         graph.sibling_results[member] = narrow(graph, out, product, -1, start, w.ranges[0])
     return graph.sibling_results.pop(node)
+
+
+def weight_of(value, transposed: bool):
+    """A parameter's value as `linear`'s (out, in) weight: itself, or its transpose (a view);
+    None for a transposed value not in memory."""
+    if not transposed:
+        return value
+    if not isinstance(value, BufferView) or len(value.ranges) != 2:
+        return None
+    layout = value.layout
+    return BufferView(
+        value.buffer, Layout(layout.size[::-1], layout.stride[::-1], layout.dtype, layout.offset)
+    )

@@ -342,14 +342,19 @@ ATTRIBUTES = {
 @register("size", getattr, same_dtype=True)
 def size(graph, out, x, what=None):
     """`x.size()`, `x.size(1)`, `x.shape`, `x.ndim`, `x.dtype`, `x.device` in a graph made by
-    `symbolic_trace` (Dynamo makes them constants): the code is specialised to them."""
+    `symbolic_trace` (Dynamo makes them constants): the code is specialised to them. And
+    `x.T` and `x.mT`, views."""
     known = {
         "ndim": lambda: len(x.ranges),
         "dtype": lambda: x.dtype,
         "device": lambda: graph.device,
+        "T": lambda: permute(graph, out, x, list(reversed(range(len(x.ranges))))),  # a view
+        "mT": lambda: transpose(graph, out, x, -2, -1),
     }
     if not is_tensor(x) or (isinstance(what, str) and what not in (*known, "shape")):
         raise Fallback(f"getattr {what!r}")
+    if what == "mT" and len(x.ranges) < 2:
+        raise Fallback("mT of a tensor of fewer than 2 dims: torch raises")
     if what in known:
         return known[what]()
     if isinstance(what, int):

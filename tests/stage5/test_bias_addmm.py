@@ -12,7 +12,9 @@ import torch
 import torch.nn.functional as F
 from hypothesis import given, settings
 
+import stage4_fx
 from stage5_inductor_cpp import bias_addmm
+from stage5_inductor_cpp import compile_fx as bias_addmm_compile
 from stage5_inductor_cpp.bias_addmm import broadcasts_to
 from stage5_inductor_cpp.graph import GraphLowering
 from stage5_inductor_cpp.ir import ComputedBuffer, ExternKernel
@@ -158,6 +160,73 @@ def test_sibling_products_without_biases_and_through_torch_compile(siblings_on_t
     check_both(glu, *args)
 
 
+def handwritten_qkv(x, wq, bq, wk, bk, wv, bv):
+    """The same attention products as `qkv`, written as a reader of the math would."""
+    q = (x @ wq.t() + bq).view(2, 5, 2, 4).transpose(1, 2)
+    k, v = x @ wk.T + bk, torch.matmul(x, wv.transpose(0, 1)) + bv
+    return q, k.sum(-1), v
+
+
+def conv1d_qkv(x, wq, bq, wk, bk):
+    """GPT-2's `Conv1D`: `addmm(bias, rows, weight)` with an (in, out) weight."""
+    rows = x.view(-1, 8)
+    return torch.addmm(bq, rows, wq).relu(), torch.addmm(bk, rows, wk) * 2
+
+
+def test_the_rule_is_the_product_not_its_spelling(siblings_on_the_cpu):
+    """Products of one input by parameters' matrices stack however they are written:
+    `x @ w.t()`, `x @ w.T`, `matmul(x, w.transpose(0, 1))`, and `addmm(b, x, w)` with an
+    (in, out) weight, which is read transposed."""
+    args = qkv_args(3)
+    assert externs(lowered(handwritten_qkv, *args)) == [torch.mm]  # the adds are kernels
+    check_traced(handwritten_qkv, *args)
+    args = [
+        torch.randn(2, 5, 8),
+        torch.randn(8, 4),
+        torch.randn(4),
+        torch.randn(8, 6),
+        torch.randn(6),
+    ]
+    assert externs(lowered(conv1d_qkv, *args)) == [torch.addmm]
+    check_traced(conv1d_qkv, *args)
+
+
+def test_a_training_graphs_decomposed_linears_stack_too(siblings_on_the_cpu):
+    """In a training graph `linear` is `addmm(b, view(x), permute(w, [1, 0]))` (stage 4's
+    aot.py): the forward's three products are one, and the gradients are eager's."""
+    model = torch.nn.ModuleList(torch.nn.Linear(8, n) for n in (8, 8, 3))
+    eager = __import__("copy").deepcopy(model)
+    made = []
+
+    def backend(gm, example_inputs):
+        made.append(bias_addmm_compile(gm, example_inputs))
+        return made[-1]
+
+    fn = lambda layers, x: sum(layer(x).square().sum() for layer in layers)  # noqa: E731
+    x = torch.randn(4, 8)
+    loss = stage4_fx.compile(lambda x: fn(model, x), backend=backend)(x)
+    torch.testing.assert_close(loss, fn(eager, x))
+    loss.backward()
+    fn(eager, x).backward()
+    for ours, theirs in zip(model.parameters(), eager.parameters(), strict=True):
+        torch.testing.assert_close(ours.grad, theirs.grad)
+    forward = made[0].parts[0].last
+    assert forward.extern_names.count("addmm") == 1, forward.extern_names
+
+
+def written_between(make):
+    """Two products of one view of `make(x)`, which is written between them."""
+
+    def fn(x, w, b):
+        y = make(x)
+        rows = y.view(-1, 8)
+        first = F.linear(rows, w, b)
+        y.add_(1)
+        return first + F.linear(rows, w, b)
+
+    return fn
+
+
 def sibling_cases():
     x, w, b = torch.randn(3, 8), torch.randn(4, 8), torch.randn(4)
     return {
@@ -168,6 +237,9 @@ def sibling_cases():
                               [x, w, b]),
         "a_broadcast_bias": (lambda x, w, b: F.linear(x, w, b) + F.linear(x, w, b[:1]),
                              [x, w, b]),
+        # a write between the products: the second reads its input after it
+        "the_input_written_between": (written_between(lambda x: x), [x, w, b]),
+        "an_intermediate_written_between": (written_between(lambda x: x * 1), [x, w, b]),
     }  # fmt: skip
 
 
@@ -182,6 +254,21 @@ def test_sibling_products_stay_apart_on_the_cpu():
     assert externs(lowered(qkv, *qkv_args())) == [torch.addmm] * 3
 
 
+# Three spellings of one product: the rule stacks the product, not the call.
+SPELLINGS = {
+    "linear": (lambda x, w, b: F.linear(x, w, b), torch.addmm),
+    "matmul_t": (lambda x, w, b: x @ w.t() + (0 if b is None else b), torch.mm),
+    "addmm_rows": (
+        lambda x, w, b: (
+            torch.mm(x.reshape(-1, x.shape[-1]), w.T)
+            if b is None
+            else torch.addmm(b, x.reshape(-1, x.shape[-1]), w.T)
+        ),
+        torch.addmm,
+    ),
+}
+
+
 @settings(max_examples=25, deadline=None)
 @given(
     lead=st.lists(st.integers(1, 4), min_size=0, max_size=2),
@@ -189,18 +276,21 @@ def test_sibling_products_stay_apart_on_the_cpu():
     widths=st.lists(st.integers(1, 7), min_size=2, max_size=4),
     with_bias=st.booleans(),
     then=st.sampled_from(["sum", "views", "outputs"]),
+    spelling=st.sampled_from(list(SPELLINGS)),
 )
-def test_random_sibling_products_equal_eager(lead, k, widths, with_bias, then):
-    """Linears of one input, of random widths, with or without biases, their results read
-    by a reduction, through views, or returned: eager's values and strides."""
+def test_random_sibling_products_equal_eager(lead, k, widths, with_bias, then, spelling):
+    """Products of one input, of random widths, with or without biases, spelled as `linear`,
+    `x @ w.t() + b` or `addmm(b, rows, w.T)`, their results read by a reduction, through
+    views, or returned: one product, and eager's values and strides."""
     x = torch.randn(*lead, 3, k)
     params = [t for n in widths for t in [torch.randn(n, k)] + [torch.randn(n)] * with_bias]
     step = 2 if with_bias else 1
+    product, stacked = SPELLINGS[spelling]
 
     def linears(x, *params):
         biases = params[1::step] if with_bias else [None] * len(widths)
         pairs = zip(params[::step], biases, strict=True)
-        results = [F.linear(x, w, b) for w, b in pairs]
+        results = [product(x, w, b) for w, b in pairs]
         if then == "sum":
             return sum(r.sum(-1) for r in results)
         if then == "views":
@@ -210,5 +300,6 @@ def test_random_sibling_products_equal_eager(lead, k, widths, with_bias, then):
     fn = as_python_function(linears, 1 + len(params))
     with mock.patch.object(bias_addmm, "SIBLINGS_ON", {"cpu"}):
         graph = GraphLowering(torch.fx.symbolic_trace(fn), [x, *params]).run()
-        assert externs(graph).count(torch.addmm if with_bias else torch.mm) == 1
+        expected = stacked if with_bias else torch.mm
+        assert externs(graph).count(expected) == 1, externs(graph)
         check_traced(fn, x, *params)

@@ -96,6 +96,7 @@ VIEWS = {
     "split_with_sizes": lambda a: a.split_with_sizes([2, 6], -1)[1] + 1,
     "chunk": lambda a: (lambda c: (c[0].sum(0), c[2] - c[1]))(a.chunk(5)),
     "unbind": lambda a: (lambda r: r[0] * r[7])(a.unbind(1)),
+    "T": lambda a: a.T * 2, "mT": lambda a: a.unsqueeze(0).mT + 1,
 }  # fmt: skip
 
 # Pieces torch refuses: the same error comes out.
@@ -105,6 +106,7 @@ PIECES_ERRORS = {
     "chunk_zero": lambda a: a.chunk(0),
     "unbind_0d": lambda a: a.sum().unbind(),
     "split_dim": lambda a: a.split(2, 2),
+    "mT_of_a_vector": lambda a: a[0].mT,
 }
 
 # The externs a case of the tables above has besides the op it tests.
