@@ -280,3 +280,23 @@ def test_random_programs_train_as_eager(unary, reduce, x_requires_grad):
 
     x, w = torch.randn(6, 5), torch.randn(5, 4, requires_grad=True)
     check_training(fn, x.requires_grad_(x_requires_grad), w)
+
+
+def test_a_cast_with_a_device_in_a_training_graph_is_compiled():
+    """RoBERTa's position ids: casts of the ids, which the ATen graph writes as
+    `_to_copy(x, dtype=..., device=cpu)`. The extern's meta run puts the result on the meta
+    device too (it asked torch to copy a meta tensor to the CPU, and the graph ran in
+    torch)."""
+
+    def positions(ids, table):
+        mask = ids.ne(1).int()
+        return F.embedding((torch.cumsum(mask, dim=1).type_as(mask) * mask).long() + 1, table)
+
+    ids, table = torch.randint(0, 9, (2, 6)), torch.randn(20, 4)
+    backend = KeepGraphs()
+    compiled = stage4_fx.compile(positions, backend=backend)
+    ours, theirs = table.clone().requires_grad_(), table.clone().requires_grad_()
+    compiled(ids, ours).square().sum().backward()
+    positions(ids, theirs).square().sum().backward()
+    torch.testing.assert_close(ours.grad, theirs.grad)
+    assert [reason for g in backend.graphs for reason in g.torch_reasons] == []
