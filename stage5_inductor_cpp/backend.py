@@ -305,10 +305,44 @@ def compile_fx(gm: torch.fx.GraphModule, example_inputs) -> CompiledGraph:
 
 def runs_in_torch(gm: torch.fx.GraphModule, reason) -> CompiledCode:
     """A specialisation that calls the graph module: `CompiledGraph` logs the reason."""
+    traced = [node.meta.get("val") for node in gm.graph.nodes if node.op == "placeholder"]
     return CompiledCode(
-        "", f"# the graph runs in torch: {reason}", [], lambda args: gm(*args),
-        torch_reason=str(reason),
+        "", f"# the graph runs in torch: {reason}", [],
+        lambda args: gm(*as_traced(args, traced)), torch_reason=str(reason),
     )  # fmt: skip
+
+
+def as_traced(args, traced: list) -> list:
+    """`args` in the strides a make_fx graph was traced with (`meta["val"]`: a training graph's
+    forward or backward, stage 4's aot.py), copied where they differ.
+
+    Such a graph recorded its `view`s for those strides. Our compiled forward hands the
+    backward its saved tensors in the layouts our kernels chose (a channels-last image), which
+    our compiled backward reads as they are; torch running the graph would raise at the `view`.
+    A graph traced from the program (stage 4's frontend) has no `val` and is called as it is:
+    it may write into its inputs."""
+    return [
+        with_traced_strides(a, v)
+        if isinstance(a, torch.Tensor) and isinstance(v, torch.Tensor)
+        else a
+        for a, v in zip(args, traced, strict=False)
+    ]
+
+
+def with_traced_strides(tensor: torch.Tensor, traced: torch.Tensor) -> torch.Tensor:
+    if tensor.shape != traced.shape:
+        return tensor
+    moving = [
+        (n, s, t)
+        for n, s, t in zip(tensor.shape, tensor.stride(), traced.stride(), strict=True)
+        if n != 1
+    ]
+    if all(s == t for _, s, t in moving) or not all(isinstance(t, int) for _, _, t in moving):
+        return tensor
+    copy = torch.empty_strided(
+        tensor.shape, traced.stride(), dtype=tensor.dtype, device=tensor.device
+    )
+    return copy.copy_(tensor)
 
 
 @functools.cache  # once per message: every graph of a program meets the same missing compiler

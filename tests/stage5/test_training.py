@@ -300,3 +300,19 @@ def test_a_cast_with_a_device_in_a_training_graph_is_compiled():
     positions(ids, theirs).square().sum().backward()
     torch.testing.assert_close(ours.grad, theirs.grad)
     assert [reason for g in backend.graphs for reason in g.torch_reasons] == []
+
+
+def test_a_traced_graph_run_in_torch_gets_its_inputs_in_the_traced_strides():
+    """A make_fx graph recorded `view` for the strides it was traced with. Run in torch (here
+    by `runs_in_torch`, as when our compiler gives up on a training graph) with an input in
+    other strides, such as a saved channels-last image from our compiled forward, the input
+    is copied into the traced strides first; torch's `view` would raise otherwise."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from stage5_inductor_cpp.backend import runs_in_torch
+
+    gm = make_fx(lambda x: x.view(-1) * 2, tracing_mode="fake")(torch.randn(2, 3, 4, 5))
+    image = torch.randn(2, 3, 4, 5).contiguous(memory_format=torch.channels_last)
+    with pytest.raises(RuntimeError, match="view"):
+        gm(image)
+    torch.testing.assert_close(runs_in_torch(gm, "a reason").call([image]), image.reshape(-1) * 2)
