@@ -92,6 +92,28 @@ DEVICE_MOVES = {"cpu", "cuda"}
 STRIDES_FROM_A_CALL = (torch.nn.functional.scaled_dot_product_attention,)
 
 
+# A convolution of a channels-last image or weight answers channels-last, on the CPU (oneDNN)
+# as on the GPU (cuDNN); its meta function answers NCHW. FakeTensor asks the device's
+# backend (`conv` in torch/_subclasses/fake_impls.py), and so do we, with one call.
+CONVOLUTIONS = (torch.conv2d, torch.nn.functional.conv2d)
+
+
+def channels_last_convolution(target, args) -> bool:
+    """Whether `target(*args)` is a 2-D convolution of a channels-last image or weight."""
+    if target not in CONVOLUTIONS or len(args) < 2:
+        return False
+    return any(
+        isinstance(t, torch.Tensor) and t.dim() == 4 and not t.is_contiguous()
+        and t.is_contiguous(memory_format=torch.channels_last)
+        for t in args[:2]
+    )  # fmt: skip
+
+
+def conv2d_arguments(module: torch.nn.Conv2d) -> tuple:
+    """What `nn.Conv2d` passes `torch.conv2d` after its input (`_conv_forward`)."""
+    return module.weight, module.bias, module.stride, module.padding, module.dilation, module.groups
+
+
 def strides_from_a_call(target, device: torch.device, args, kwargs) -> tuple[int, ...]:
     """The strides of `device`'s own result of `target`: one call, on zeros laid out as
     the (meta) tensors among `args` and `kwargs`."""
@@ -180,8 +202,13 @@ class MetaRun:
         self.writes[node] = [n for n in inputs if _state(self.values[n]) != before[n]]
         if module is not None and state_before != [_state(t) for t in module.state_dict().values()]:
             self.module_writes.append(node)
-        if node.target in STRIDES_FROM_A_CALL and isinstance(result, torch.Tensor):
-            stride = strides_from_a_call(node.target, self.device, args, kwargs)
+        target = node.target
+        if isinstance(module, torch.nn.Conv2d) and module.padding_mode == "zeros":
+            target, args, kwargs = torch.conv2d, (*args, *conv2d_arguments(module)), {}
+        if isinstance(result, torch.Tensor) and (
+            target in STRIDES_FROM_A_CALL or channels_last_convolution(target, args)
+        ):
+            stride = strides_from_a_call(target, self.device, args, kwargs)
             result = torch.empty_strided(result.shape, stride, dtype=result.dtype, device="meta")
         # A factory without `device=` made a real tensor: later ops need it on meta too.
         return pytree.tree_map(lambda v: v if _is_meta(v) else as_meta(v), result)

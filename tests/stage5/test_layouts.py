@@ -160,6 +160,19 @@ IMAGES = {
     ),
     "pooled": lambda a: F.max_pool2d(torch.relu(F.conv2d(a, w1)), 2).flatten(1),
     "written_in_place": lambda a: torch.relu(F.conv2d(a, w1)).add_(1).flatten(1).sum(1),
+    # eager's convolution of a channels-last image answers channels-last (its meta function
+    # says NCHW: the meta run asks the device, meta_run.channels_last_convolution)
+    "of_a_channels_last_image": lambda a: torch.relu(
+        F.conv2d(a.contiguous(memory_format=torch.channels_last), w1)
+    ),
+    "of_an_nhwc_permute": lambda a: F.conv2d(
+        a.permute(0, 2, 3, 1).contiguous().permute(0, 3, 1, 2), w1
+    ),
+    "then_viewed_as_eager_can": lambda a: (
+        torch.relu(F.conv2d(a.contiguous(memory_format=torch.channels_last), w1))
+        .permute(0, 2, 3, 1)
+        .view(-1, 4)
+    ),
 }
 
 
@@ -167,6 +180,17 @@ IMAGES = {
 def test_images_of_a_convolution_graph_are_channels_last_and_outputs_eagers(name):
     """The values and eager's strides for every output, whatever layout the images had."""
     check_lowered(IMAGES[name], torch.randn(2, 3, 8, 8), externs=("conv2d",), atol=1e-4, rtol=1e-4)
+
+
+def test_a_conv2d_modules_result_of_a_channels_last_image_is_channels_last():
+    """As the functions' cases above, through an `nn.Conv2d` that the graph calls as a module."""
+    conv = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.ReLU()).eval()
+    image = torch.randn(2, 3, 8, 8).contiguous(memory_format=torch.channels_last)
+    compiled = compile_fx(torch.fx.symbolic_trace(conv), [image])
+    with torch.no_grad():
+        ours, eager = compiled(image), conv(image)
+    torch.testing.assert_close(ours, eager, atol=1e-4, rtol=1e-4)
+    assert ours.stride() == eager.stride() == (144, 1, 24, 4)
 
 
 def test_the_kernels_between_convolutions_loop_over_channels_innermost():
