@@ -32,6 +32,14 @@ def close(actual, expected, what, tolerance=1e-4):
     )
 
 
+def projected(output: torch.Tensor) -> torch.Tensor:
+    """The loss: the output times fixed random numbers, averaged. Not its mean square: BERT's
+    output leaves a layer norm with unit weights, whose mean square is a constant, so every
+    gradient before it would be rounding noise, equal within any tolerance."""
+    weights = torch.randn(output.shape, generator=torch.Generator().manual_seed(1))
+    return (output.float() * weights).mean()
+
+
 @pytest.mark.parametrize("name", ["resnet18", "nanogpt_block", "bert", "gpt2"])
 def test_a_training_step_equals_eager(name):
     model, args = ZOO[name]("tiny")
@@ -49,7 +57,7 @@ def test_a_training_step_equals_eager(name):
     compiled = stage4_fx.compile(model, backend=backend)
     steps = [torch.optim.SGD(m.parameters(), lr=1e-3) for m in (model, eager)]
     for _ in range(STEPS.get(name, 2)):
-        losses = [tensors_of(m(*args))[0].float().square().mean() for m in (compiled, eager)]
+        losses = [projected(tensors_of(m(*args))[0]) for m in (compiled, eager)]
         close(*losses, "loss", TOLERANCE.get(name, 1e-4))
         for loss in losses:
             loss.backward()
