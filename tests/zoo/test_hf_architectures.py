@@ -12,9 +12,7 @@ import pytest
 import torch
 import transformers as T
 
-import stage4_fx
-from stage5_inductor_cpp import compile_fx
-from tests.zoo.test_zoo_training import close, projected
+from tests.zoo.test_zoo_training import close, compiled_keeping_graphs, projected, same_gradients
 
 IDS = torch.randint(0, 300, (2, 16), generator=torch.Generator().manual_seed(0))
 IMAGES = torch.randn(2, 3, 32, 32, generator=torch.Generator().manual_seed(0))
@@ -51,22 +49,12 @@ def test_a_training_step_equals_eager(name):
     without_dropout(model.config)
     model = type(model)(model.config).train()  # built again, its dropouts off
     eager = copy.deepcopy(model)
-    made = []
-
-    def backend(gm, example_inputs):
-        made.append(compile_fx(gm, example_inputs))
-        return made[-1]
-
-    compiled = stage4_fx.compile(model, backend=backend)
+    compiled, made = compiled_keeping_graphs(model)
     losses = [projected(m(inputs, **kwargs)[0]) for m in (compiled, eager)]
     close(*losses, "loss")
     for loss in losses:
         loss.backward()
-    for (what, ours), theirs in zip(model.named_parameters(), eager.parameters(), strict=True):
-        if theirs.grad is None:
-            assert ours.grad is None, what
-        else:
-            close(ours.grad, theirs.grad, what)
+    same_gradients(model, eager)
     reasons = [reason for g in made for reason in g.torch_reasons]
     assert len(reasons) == len(IN_TORCH.get(name, [])), reasons
     assert all(word in r for word, r in zip(IN_TORCH.get(name, []), reasons, strict=True))

@@ -40,6 +40,25 @@ def projected(output: torch.Tensor) -> torch.Tensor:
     return (output.float() * weights).mean()
 
 
+def compiled_keeping_graphs(model):
+    """`model` compiled with stage 5's inductor, and the list of the graphs it compiles."""
+    made = []
+
+    def backend(gm, example_inputs):
+        made.append(compile_fx(gm, example_inputs))
+        return made[-1]
+
+    return stage4_fx.compile(model, backend=backend), made
+
+
+def same_gradients(model, eager, tolerance=1e-4):
+    for (what, ours), theirs in zip(model.named_parameters(), eager.parameters(), strict=True):
+        if theirs.grad is None:
+            assert ours.grad is None, what
+        else:
+            close(ours.grad, theirs.grad, what, tolerance)
+
+
 @pytest.mark.parametrize("name", ["resnet18", "nanogpt_block", "bert", "gpt2"])
 def test_a_training_step_equals_eager(name):
     model, args = ZOO[name]("tiny")
@@ -48,24 +67,14 @@ def test_a_training_step_equals_eager(name):
         if isinstance(module, torch.nn.Dropout):
             module.p = 0.0
     eager = copy.deepcopy(model)
-    made = []
-
-    def backend(gm, example_inputs):
-        made.append(compile_fx(gm, example_inputs))
-        return made[-1]
-
-    compiled = stage4_fx.compile(model, backend=backend)
+    compiled, made = compiled_keeping_graphs(model)
     steps = [torch.optim.SGD(m.parameters(), lr=1e-3) for m in (model, eager)]
     for _ in range(STEPS.get(name, 2)):
         losses = [projected(tensors_of(m(*args))[0]) for m in (compiled, eager)]
         close(*losses, "loss", TOLERANCE.get(name, 1e-4))
         for loss in losses:
             loss.backward()
-        for (what, ours), theirs in zip(model.named_parameters(), eager.parameters(), strict=True):
-            if theirs.grad is None:
-                assert ours.grad is None, what
-            else:
-                close(ours.grad, theirs.grad, what, TOLERANCE.get(name, 1e-4))
+        same_gradients(model, eager, TOLERANCE.get(name, 1e-4))
         for sgd in steps:
             sgd.step()
             sgd.zero_grad()
