@@ -33,6 +33,7 @@ from .aten import DECOMPOSITIONS, as_torch_calls
 from .codegen_cpp import PRELUDE, CppKernel
 from .graph import EagerOnly, GraphLowering, LoweringError
 from .ir import ExternKernel
+from .layouts import same_elements
 from .scheduler import FusedKernel, Scheduler
 from .sizes import SymbolicUnsupported, symbols_of
 from .wrapper import WrapperCode
@@ -330,14 +331,9 @@ def as_traced(args, traced: list) -> list:
 
 
 def with_traced_strides(tensor: torch.Tensor, traced: torch.Tensor) -> torch.Tensor:
-    if tensor.shape != traced.shape:
-        return tensor
-    moving = [
-        (n, s, t)
-        for n, s, t in zip(tensor.shape, tensor.stride(), traced.stride(), strict=True)
-        if n != 1
-    ]
-    if all(s == t for _, s, t in moving) or not all(isinstance(t, int) for _, _, t in moving):
+    if tensor.shape != traced.shape or same_elements(
+        tensor.shape, tensor.stride(), traced.stride()
+    ):
         return tensor
     copy = torch.empty_strided(
         tensor.shape, traced.stride(), dtype=tensor.dtype, device=tensor.device

@@ -183,12 +183,17 @@ class Product:
     bias: object = None
 
 
+def target_of(node: torch.fx.Node):
+    """The callable a node calls: a Tensor method by its name for `call_method`."""
+    return getattr(torch.Tensor, node.target) if node.op == "call_method" else node.target
+
+
 def product_of(node: torch.fx.Node, meta) -> Product | None:
     """`node` as a product of its input by a parameter's matrix, or None: `F.linear`, and
     `x @ m`, `mm`, `matmul` and `addmm(b, x, m)` where `m` is a 2-D parameter or its
     transpose. The rule is about the product, not its spelling: `x @ w.t() + b` written
     by hand, GPT-2's `addmm(b, x, w)` and a training graph's decomposed `linear` all stack."""
-    target = getattr(torch.Tensor, node.target) if node.op == "call_method" else node.target
+    target = target_of(node)
     if node.op not in ("call_function", "call_method") or not callable(target):
         return None
     if target in LINEARS:
@@ -210,7 +215,7 @@ def product_of(node: torch.fx.Node, meta) -> Product | None:
 
 def transposed_parameter(node: torch.fx.Node) -> torch.fx.Node | None:
     """The parameter that 2-D `node` is the transpose of, or None."""
-    target = getattr(torch.Tensor, node.target) if node.op == "call_method" else node.target
+    target = target_of(node)
     base, *rest = node.args or (None,)
     if not (isinstance(base, torch.fx.Node) and base.op in PARAMETERS) or node.kwargs:
         return None

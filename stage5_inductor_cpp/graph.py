@@ -58,6 +58,7 @@ from .meta_run import (
     STRIDES_FROM_A_CALL,
     MetaRun,
     attribute,
+    on_meta_device,
     run_on_meta,
     storage_id,
     strides_from_a_call,
@@ -540,8 +541,7 @@ class GraphLowering:
             args = (*map(self.realize_preferred, args[:count]), *args[count:])  # kernels store them
         args, kwargs = pytree.tree_map(realized, (args, kwargs))
         meta_args, meta_kwargs = pytree.tree_map(_to_meta, (args, kwargs))
-        if "device" in meta_kwargs:  # `_to_copy(x, device=cpu)`: the result's device, meta too
-            meta_kwargs = {**meta_kwargs, "device": "meta"}
+        meta_kwargs = on_meta_device(meta_kwargs)
         meta_target = self.meta.module(target) if op == "call_module" else target
         try:
             out = meta_target(*meta_args, **meta_kwargs)

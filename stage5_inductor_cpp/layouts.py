@@ -30,7 +30,7 @@ from stage1_eval_frame.logs import get_logger
 
 from .ir import BufferView, InputBuffer, Layout, Reduction
 from .lowering import as_pointwise, is_tensor, reindex
-from .meta_run import Snapshot, snapshot, storage_id
+from .meta_run import CONVOLUTIONS, Snapshot, snapshot, storage_id
 from .sizes import hint
 
 log = get_logger("kernels")
@@ -87,7 +87,7 @@ def land(graph, value, want: Snapshot, copy: bool = False) -> BufferView:
     return graph.add_buffer(as_pointwise(value), stride)
 
 
-CONVOLUTIONS = (torch.conv2d, torch.nn.functional.conv2d)
+# CONVOLUTIONS (meta_run.py): the 2-D convolutions of a graph.
 # A training graph's backward (stage 4's aot.py) has its convolutions' backwards instead.
 CONVOLUTION_BACKWARDS = (torch.ops.aten.convolution_backward.default,)
 # The other calls into torch that take images, by how many leading arguments are images:

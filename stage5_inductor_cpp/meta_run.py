@@ -92,6 +92,12 @@ DEVICE_MOVES = {"cpu", "cuda"}
 STRIDES_FROM_A_CALL = (torch.nn.functional.scaled_dot_product_attention,)
 
 
+def on_meta_device(kwargs: dict) -> dict:
+    """`kwargs` with its `device=` on meta: a factory (`torch.ones(3, device=x.device)`), a
+    training graph's cast (`_to_copy(x, dtype=..., device=cpu)`) make their results there."""
+    return {**kwargs, "device": "meta"} if "device" in kwargs else kwargs
+
+
 # A convolution of a channels-last image or weight answers channels-last, on the CPU (oneDNN)
 # as on the GPU (cuDNN); its meta function answers NCHW. FakeTensor asks the device's
 # backend (`conv` in torch/_subclasses/fake_impls.py), and so do we, with one call.
@@ -182,8 +188,7 @@ class MetaRun:
 
     def call(self, node: torch.fx.Node):
         args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), self.values.__getitem__)
-        if "device" in kwargs:  # a factory (`torch.ones(3, device=x.device)`)
-            kwargs = {**kwargs, "device": "meta"}
+        kwargs = on_meta_device(kwargs)
         inputs = [n for n in node.all_input_nodes if isinstance(self.values[n], torch.Tensor)]
         before = {n: _state(self.values[n]) for n in inputs}
         module = self.module(attribute(self.gm, node.target)) if node.op == "call_module" else None

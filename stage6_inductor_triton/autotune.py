@@ -187,7 +187,7 @@ class KernelLauncher:
     def launch(self, config: Config, args, grid):
         kernel = self.fns[config.looped]
         if not self.interpreted:
-            self.launch_compiled(kernel, config, args, grid(config.meta))
+            self.launch_compiled(kernel, config, args, grid)
             return
         with INTERPRETER_LOCK, warnings.catch_warnings():  # one interpreter per process
             # The interpreter's numpy warns about NaN and inf (log(0), 0/0), which are
@@ -207,14 +207,14 @@ class KernelLauncher:
         key = config, specialisation(args)  # a kernel may see both (aligned or not, by call)
         launch = self.compiled.get(key)
         if launch is None:
-            binary = kernel[grid](
+            binary = kernel[grid(config.meta)](
                 *args, **config.meta, num_warps=config.num_warps, **EAGER_NUMERICS
             )
             if binary is None:  # Triton returns the binary it launched
                 return
             launch = self.compiled[key] = fast_launch(binary, config)
         else:
-            launch(args, lambda meta: grid)
+            launch(args, grid)
         if config == self.config and all(key[1]) and all(map(is_tensor, args)):
             self.fast = launch  # the launches to come, when the check in `run` holds
 
