@@ -134,7 +134,10 @@ class WrapperCode:
             # as after eager's in-place ops: autograd sees that the caller's tensors changed
             self.lines.append(f"    increment_version(({', '.join(written)},))")
         self.lines.append(f"    return {self.value(self.graph.outputs)}")
-        return "\n".join(["def call(args):", *self.lines]) + "\n"
+        if self.guard is None:
+            return "\n".join(["def call(args):", *self.lines]) + "\n"
+        body = [f"    {line}" for line in self.lines]
+        return "\n".join(["def call(args):", f"    with {self.guard}:", *body]) + "\n"
 
     def views_to_allocate(self) -> dict[str, Layout]:
         """Kernel outputs to allocate as the one view of them that extern calls and outputs
@@ -242,8 +245,9 @@ class WrapperCode:
             layout = self.made_as.get(buffer.name, buffer.layout)
             self.lines.append(f"    {buffer.name} = {self.allocation(layout)}")
 
-    # The two lines a backend changes (stage 6: on the device, on a grid).
-    placement = ""  # where buffers are allocated: stage 6 adds `, device='cuda:0'`
+    # What a backend changes (stage 6: on the device, on a grid).
+    placement = ""  # where buffers are allocated: stage 6 adds `, device='cpu'`
+    guard = None  # a context the body runs in: stage 6's `torch.cuda._DeviceGuard(0)`
 
     def allocation(self, layout) -> str:
         size, stride = sizes_text(layout.size), sizes_text(layout.stride)

@@ -236,8 +236,10 @@ class FakeLauncher:
 def test_aligned_tensor_launches_call_the_c_launcher_directly(monkeypatch):
     """Once a configuration is chosen, a launch whose arguments are all tensors at 16-byte
     aligned addresses skips the specialisation key and Triton's Python `__call__`: the C
-    launch gets what `__call__` would have passed it. A misaligned tensor still needs its
-    own binary, and later aligned launches keep the direct path."""
+    launch gets what `__call__` would have passed it, with each tensor's address for the
+    tensor (so the launcher neither calls `data_ptr()` again nor asks the driver about it).
+    A misaligned tensor still needs its own binary, and later aligned launches keep the
+    direct path."""
     launcher_of_binary = FakeLauncher()
     binary, through_triton = FakeBinary(), []
     binary.run = launcher_of_binary  # `CompiledKernel.run` is its launcher
@@ -249,9 +251,9 @@ def test_aligned_tensor_launches_call_the_c_launcher_directly(monkeypatch):
     assert through_triton == [(a, b), (a, odd)]
     fixed = (3, 1, 1, "stream", "function", False, False, None, None, "metadata", None, None, None)
     assert [call[13:] for call in launcher_of_binary.launches] == [
-        (a, b, 1024),
-        (a, b, 1024),
-        (a, odd, 1024),
+        (a.data_ptr(), b.data_ptr(), 1024),
+        (a.data_ptr(), b.data_ptr(), 1024),
+        (a, odd, 1024),  # the misaligned binary's launch, through `launch_compiled`
     ]
     assert all(call[:13] == fixed for call in launcher_of_binary.launches)
 
@@ -274,5 +276,5 @@ def test_a_binary_that_needs_scratch_memory_launches_through_tritons_call(monkey
     a = torch.zeros(64)
     for _ in range(3):
         launcher.run(a, grid=grid(3000))
-    fixed = (3, 1, 1, "stream", "function", "metadata", None, None, None, a, 1024)
+    fixed = (3, 1, 1, "stream", "function", "metadata", None, None, None, a.data_ptr(), 1024)
     assert launcher_of_binary.calls == [fixed, fixed] and launcher_of_binary.launches == []
