@@ -35,6 +35,7 @@ from .ir import (
     BufferView,
     ComputedBuffer,
     ExternKernel,
+    Index,
     InputBuffer,
     Layout,
     Pointwise,
@@ -71,7 +72,24 @@ log = get_logger("kernels")
 # A value used more than once is computed once into a buffer when it is this expensive;
 # below it, recomputing in each consumer is cheaper than a round trip through memory.
 REUSE_COST = 20
+# ... or when it reads more buffers than this (inductor's `realize_reads_threshold`): a
+# residual stream's gradient, a sum over every block after it, would otherwise be read
+# again, term by term, by each of its readers.
+REUSE_READS = 4
+# Where an image between convolutions that only kernels read is computed again in each
+# reader, as other values are (`maybe_realize`).
+RECOMPUTED_IMAGES_ON = {"cuda"}
 MAX_INLINE_COST = 200
+
+
+def read_stored(node: torch.fx.Node) -> bool:
+    """Whether a reader of `node` needs it in memory: a call into torch (an op or method
+    without a lowering, a module) or the graph's output. Readers that are all kernels
+    compute a cheap image again, as inductor inlines a pointwise value into each of its
+    readers unless it is dear (`should_realize_on_reuse`): a training graph's batch-norm
+    backward then reads its inputs twice, not a stored copy of each of its terms."""
+    lowered = ("call_function", "call_method")  # (a method's lowering is under its name)
+    return any(user.op not in lowered or user.target not in LOWERINGS for user in node.users)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -128,6 +146,14 @@ def named_device(name: str, args, kwargs) -> torch.device | None:
     if name == "to":
         named += [a for a in args if isinstance(a, (str, torch.device))]
     return next((torch.device(d) for d in named if d is not None), None)
+
+
+def loads_of(data: Pointwise) -> list[tuple[str, Index]]:
+    """What computing `data` loads: (buffer, index) over the variables x0, x1, ..."""
+    collector = ReadsCollector()
+    with set_handler(collector):
+        data.inner_fn(index_vars("x", len(data.ranges)))
+    return collector.loads
 
 
 def reads_only_its_element(data: Pointwise, layout: Layout, name: str, written) -> bool:
@@ -512,13 +538,23 @@ class GraphLowering:
         return results[0]
 
     def maybe_realize(self, node, value, users: int):
-        """A value read by several nodes and dear to compute goes to memory (in eager's layout)."""
+        """A value read by several nodes and dear to compute goes to memory (in eager's layout;
+        an image of a graph with convolutions, channels-last, computed in memory order)."""
         if not isinstance(value, Pointwise):
             return value
-        if self.channels_last and len(value.ranges) == 4 and users > 1:
-            # an image read twice (a block's output): each of its readers would store it
-            return self.realize_preferred(value)
-        if (users > 1 and value.cost > REUSE_COST) or value.cost > MAX_INLINE_COST:
+        image = self.channels_last and len(value.ranges) == 4
+        loads = loads_of(value)
+        dear = value.cost > REUSE_COST or len({name for name, _ in loads}) > REUSE_READS
+        # An image read twice is stored once, in the layout convolutions like, if a reader
+        # needs it in memory (a block's output, read by the next convolution and the
+        # residual add), or on a CPU, where a reduction loop that selects (a ReLU's
+        # gradient) ran slower than a store and a reload: ResNet-18's training backward
+        # took 95 ms of kernels, against 44 with each image stored.
+        recomputed = self.device.type in RECOMPUTED_IMAGES_ON and not read_stored(node)
+        stored_anyway = image and not recomputed
+        if (users > 1 and (dear or stored_anyway)) or value.cost > MAX_INLINE_COST:
+            if image:
+                return self.realize_preferred(value)
             return self.realize(value, layouts.eager_stride(value, self.meta.snapshots.get(node)))
         return value
 

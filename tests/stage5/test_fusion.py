@@ -415,3 +415,24 @@ def test_a_split_reduction_gives_the_same_answer_in_cpp(monkeypatch):
 
     compiled = check_traced(fn, images, rows, atol=1e-4, rtol=1e-4)
     assert "empty_strided((2, 4)" in compiled.last.wrapper_source  # the partials
+
+
+def four_terms(a, b, c, d):  # a residual stream's gradient: a term per block, read twice
+    total = a + b + c + d
+    return total.sum(0), total * 2
+
+
+def five_terms(a, b, c, d, e):
+    total = a + b + c + d + e
+    return total.sum(0), total * 2
+
+
+@pytest.mark.parametrize("fn, stored", [(four_terms, False), (five_terms, True)])
+def test_a_value_read_twice_is_stored_once_it_reads_more_than_four_buffers(fn, stored):
+    """Cheap values are computed again in each reader, unless they read more buffers than
+    `REUSE_READS` (inductor's `realize_reads_threshold`): each reader would load them all."""
+    terms = [torch.randn(8, 16) for _ in range(fn.__code__.co_argcount)]
+    buffers = GraphLowering(torch.fx.symbolic_trace(fn), terms).run().buffers
+    totals = [b for b in buffers if str(getattr(b, "data", "")).startswith("Pointwise(add(")]
+    assert len(totals) == int(stored)
+    check_traced(fn, *terms)

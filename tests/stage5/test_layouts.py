@@ -9,10 +9,11 @@ import torch
 import torch.nn.functional as F
 
 from stage5_inductor_cpp import compile_fx
+from stage5_inductor_cpp import graph as graph_module
 from stage5_inductor_cpp.graph import GraphLowering
 from stage5_inductor_cpp.ir import ExternKernel, Layout
 from stage5_inductor_cpp.wrapper import same_memory
-from tests.stage5.helpers import check_lowered, check_torch_compile, compile_traced
+from tests.stage5.helpers import check_lowered, check_torch_compile, check_traced, compile_traced
 
 x = torch.randn(4, 5)
 image = torch.randn(2, 3, 4, 5)
@@ -215,6 +216,28 @@ def test_an_image_read_only_as_channels_last_is_allocated_so():
     source = compiled.last.wrapper_source
     assert "reinterpret(" not in source
     assert "empty_strided((2, 4, 6, 6), (144, 1, 24, 4)" in source
+
+
+def relu_backward_sums(x, w, g):  # a training batch norm's backward after a ReLU
+    y = F.conv2d(x, w)
+    masked = torch.where(y <= 0, 0.0, g)  # the ReLU's gradient: read by three nodes
+    centred = y - y.mean((0, 2, 3), keepdim=True)
+    return masked.sum((0, 2, 3)), (masked * centred).sum((0, 2, 3)), masked * centred * 2
+
+
+@pytest.mark.parametrize("recomputed", [False, True])
+def test_an_image_only_kernels_read_is_computed_again_on_the_gpu(monkeypatch, recomputed):
+    """An image read by several kernels and nothing else is computed again in each (the
+    GPU's rule: fewer bytes), or stored once, channels-last (the CPU's: its reduction
+    loops that select ran slower than a store and a reload)."""
+    devices = {"cpu", "cuda"} if recomputed else {"cuda"}
+    monkeypatch.setattr(graph_module, "RECOMPUTED_IMAGES_ON", devices)
+    args = torch.randn(2, 3, 8, 8), torch.randn(4, 3, 3, 3), torch.randn(2, 4, 6, 6)
+    gm = torch.fx.symbolic_trace(relu_backward_sums)
+    buffers = GraphLowering(gm, list(args)).run().buffers
+    masks = [b for b in buffers if str(getattr(b, "data", "")).startswith("Pointwise(where(")]
+    assert len(masks) == (0 if recomputed else 1)
+    check_traced(relu_backward_sums, *args, atol=1e-4, rtol=1e-4)
 
 
 NHWC = ((2, 6, 6, 4), (144, 24, 4, 1))  # a kernel's (N, H, W, C) buffer
