@@ -369,14 +369,6 @@ class CppKernel(KernelWriter):
             bool(loads) and contiguous and not any(i.coefficient(r) == 1 for i in loads for r in rs)
         )
 
-    @staticmethod
-    def shares_loop(group: list[SchedulerNode], node: SchedulerNode) -> bool:
-        ranges = group[0].buffer.data.reduction_ranges
-        reads = node.reads()
-        return node.buffer.data.reduction_ranges == ranges and not any(
-            g.name in reads for g in group
-        )
-
     def write_outer_reductions(self, phases, split: bool) -> list[str]:
         """The body of the outer loops but the last, per phase: accumulators, the reduction
         loops around a SIMD loop over the last outer dim, then a loop over that dim for the

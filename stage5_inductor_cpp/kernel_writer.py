@@ -160,6 +160,18 @@ class KernelWriter:
             self.scopes.pop()
             self.lines = outer_lines
 
+    @staticmethod
+    def shares_loop(group: list[SchedulerNode], node: SchedulerNode) -> bool:
+        """Whether reduction `node` can fold in the loop of the reductions `group`: the same
+        reduction ranges, and none of them read by it. A batch norm's backward sums the
+        gradient and the gradient times the centred input: one loop reads their common
+        inputs once (inductor's looped reductions share their loop the same way)."""
+        ranges = group[0].buffer.data.reduction_ranges
+        reads = node.reads()
+        return node.buffer.data.reduction_ranges == ranges and not any(
+            g.name in reads for g in group
+        )
+
     def size_args(self) -> list[str]:
         """The size symbols (sizes.py) the kernel's loops and indices use: its int arguments,
         after the buffers, so that one kernel serves every value of them."""

@@ -241,8 +241,9 @@ class TritonKernel(KernelWriter):
         persistent = rnumel is not None and len(inner) == 1 and not sizes.is_symbolic(rnumel)
         persistent = persistent and triton_next_power_of_2(rnumel) <= PERSISTENT_RBLOCK_MAX
         self.shape = KernelShape(math.prod(kernel.outer), rnumel, persistent and not looped)
-        self.loops = kernel.loops()
+        self.loops = self.sharing(kernel.loops())
         self.later_reads: set[str] = set()  # what the loops after the current one load
+        self.order: TritonKernel | None = None  # the variant whose argument order this keeps
         self.load_masks: list = []  # the masks of the `ops.masked` bodies being written
         self.indirect_sizes: dict[str, int] = {}  # index variable -> the size it indexes
 
@@ -412,32 +413,59 @@ class TritonKernel(KernelWriter):
             folded += f" + {start}"  # (as the looped variant's accumulator does)
         self.define(node, self.emit(folded, dtype, {"x"}))
 
-    def looped_reduction(self, node: SchedulerNode):
-        """`acc` holds RBLOCK partial results per row; they are combined once after the loop."""
-        acc = f"acc_{node.name}"
-        header = len(self.lines)
-        self.lines.append("")  # the accumulator's initialisation, once its dtype is known
-        with self.reduction_loop():
-            value, combine, start, dtype = self.reduction_input(node)
-            if combine.startswith("arg"):
-                self.lines += [
-                    f"{acc}_next, {acc}_index_next = "
-                    f"{combine}({acc}, {acc}_index, {value}, rindex)",
-                    f"{acc} = tl.where(rmask & xmask, {acc}_next, {acc})",
-                    f"{acc}_index = tl.where(rmask & xmask, {acc}_index_next, {acc}_index)",
-                ]
+    def sharing(self, loops: list[list[SchedulerNode]]) -> list[list[SchedulerNode]]:
+        """The kernel's loops, consecutive reductions that can share a loop in one (a looped
+        kernel's: a persistent one keeps each row in registers, read once anyway)."""
+        if self.shape.persistent:
+            return loops
+        shared: list[list[SchedulerNode]] = []
+        for loop in loops:
+            node = loop[0]
+            previous = shared[-1] if shared else None
+            both = node.is_reduction and previous and previous[0].is_reduction
+            if both and self.shares_loop(previous, node):
+                previous.append(node)
             else:
-                update = f"{acc} + {value}" if combine == "add" else f"{combine}({acc}, {value})"
-                self.lines.append(f"{acc} = tl.where(rmask & xmask, {update}, {acc})")
-        init = [f"{acc} = tl.full([XBLOCK, RBLOCK], {start}, {self.overrides.tl_dtype(dtype)})"]
-        if combine.startswith("arg"):
-            init.append(f"{acc}_index = tl.full([XBLOCK, RBLOCK], {NO_INDEX}, tl.int32)")
+                shared.append(list(loop))
+        return shared
+
+    def looped_reductions(self, nodes: list[SchedulerNode]):
+        """One loop for reductions that share it (`shares_loop`): an `acc` per reduction holds
+        RBLOCK partial results per row; each is combined once after the loop."""
+        header = len(self.lines)
+        self.lines.append("")  # the accumulators' initialisation, once their dtypes are known
+        init, folds = [], []
+        with self.reduction_loop():
+            for node in nodes:
+                acc = f"acc_{node.name}"
+                value, combine, start, dtype = self.reduction_input(node)
+                self.lines += self.accumulate(acc, combine, value)
+                init.append(f"{acc} = {self.block_of(start, dtype)}")
+                if combine.startswith("arg"):
+                    init.append(f"{acc}_index = {self.block_of(NO_INDEX, torch.int32)}")
+                folds.append((node, acc, combine, dtype))
         self.lines[header : header + 1] = init
+        for node, acc, combine, dtype in folds:
+            if combine.startswith("arg"):
+                pair = self.emit(f"tl.reduce(({acc}, {acc}_index), 1, {combine})", dtype, {"x"})
+                self.define(node, self.emit(f"{pair}[1][:, None]", torch.int32, {"x"}))
+            else:
+                self.define(node, self.emit(self.fold(combine, acc), dtype, {"x"}))
+
+    @staticmethod
+    def accumulate(acc: str, combine: str, value) -> list[str]:
+        """The loop body's lines that fold a block's `value` into `acc` (masked lanes keep it)."""
         if combine.startswith("arg"):
-            pair = self.emit(f"tl.reduce(({acc}, {acc}_index), 1, {combine})", dtype, {"x"})
-            self.define(node, self.emit(f"{pair}[1][:, None]", torch.int32, {"x"}))
-            return
-        self.define(node, self.emit(self.fold(combine, acc), dtype, {"x"}))
+            return [
+                f"{acc}_next, {acc}_index_next = {combine}({acc}, {acc}_index, {value}, rindex)",
+                f"{acc} = tl.where(rmask & xmask, {acc}_next, {acc})",
+                f"{acc}_index = tl.where(rmask & xmask, {acc}_index_next, {acc}_index)",
+            ]
+        update = f"{acc} + {value}" if combine == "add" else f"{combine}({acc}, {value})"
+        return [f"{acc} = tl.where(rmask & xmask, {update}, {acc})"]
+
+    def block_of(self, value, dtype) -> str:
+        return f"tl.full([XBLOCK, RBLOCK], {value}, {self.overrides.tl_dtype(dtype)})"
 
     @contextlib.contextmanager
     def reduction_loop(self):
@@ -458,7 +486,7 @@ class TritonKernel(KernelWriter):
             if self.shape.persistent:
                 self.persistent_reduction(loop[0])
             else:
-                self.looped_reduction(loop[0])
+                self.looped_reductions(loop)
         elif self.rsizes and not self.shape.persistent:
             with self.reduction_loop():
                 for node in loop:
@@ -477,10 +505,9 @@ class TritonKernel(KernelWriter):
     def generate(self) -> str:
         shape = self.shape
         two_d = shape.rnumel is not None
-        for i, loop in enumerate(self.loops):
-            self.later_reads = set().union(
-                *[n.reads() for later in self.loops[i + 1 :] for n in later]
-            )
+        loops = self.loops
+        for i, loop in enumerate(loops):
+            self.later_reads = set().union(*[n.reads() for later in loops[i + 1 :] for n in later])
             self.write_loop(loop)
         # int32 addresses overflow past 2**31 elements (a last block reaches a bit beyond).
         # A symbolic size decides for this call's values, and guards the answer (sizes.py).
@@ -501,6 +528,9 @@ class TritonKernel(KernelWriter):
             header.append("rbase = tl.arange(0, RBLOCK)[None, :]")
         for name in self.size_args():  # ints, after the buffers (sizes.py)
             self.args[name] = "size"
+        if self.order is not None and set(self.args) == set(self.order.args):
+            # the variants' loops may load in another order (a shared reduction loop)
+            self.args = {name: self.args[name] for name in self.order.args}
         params = [*self.args, "XBLOCK: tl.constexpr"] + (["RBLOCK: tl.constexpr"] if two_d else [])
         signature = f"def {self.name}({', '.join(params)}):"
         lines = [*header, *self.lines]
@@ -519,7 +549,9 @@ def variants(kernel: FusedKernel, dtypes) -> list[TritonKernel]:
     first = TritonKernel(kernel, dtypes)
     if not first.shape.persistent or first.shape.rnumel <= LOOPED_ALSO_ABOVE:
         return [first]
-    return [first, TritonKernel(kernel, dtypes, looped=True)]
+    looped = TritonKernel(kernel, dtypes, looped=True)
+    looped.order = first  # one launcher passes the same arguments to either variant
+    return [first, looped]
 
 
 def generate_source(writers: list[TritonKernel], prelude: str) -> str:

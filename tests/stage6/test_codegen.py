@@ -45,6 +45,36 @@ def test_small_rows_are_persistent_long_rows_loop():
     assert "_0(" in both and "_0_looped(" in both  # the autotuner picks one
 
 
+def gradient_sums(g, x):  # a batch norm backward's two sums: common inputs, no dependence
+    g = torch.where(x > 0, g, 0.0)
+    return g.sum(1), (g * (x - 0.5)).sum(1)
+
+
+def test_independent_reductions_share_a_loop_dependent_ones_do_not():
+    """Reductions over the same rows that do not read each other fold in one loop, which
+    loads their common inputs once; a variance's second sum reads the mean: its own loop."""
+    g, x = torch.randn(2, 9000), torch.randn(2, 9000)
+    code = check_traced(gradient_sums, g, x, atol=1e-3, rtol=1e-4).code
+    assert code.count("for roffset in range(0, 9000, RBLOCK):") == 1
+    assert code.count("tl.load(arg1 + ") == 1  # x, once for both sums
+    code = check_traced(lambda a: a.var(1), torch.randn(2, 9000), atol=1e-4, rtol=1e-4).code
+    assert code.count("for roffset in range(0, 9000, RBLOCK):") == 2
+
+
+def sums_of_three(g, x, y):  # the second sum loads an input the first does not
+    g = torch.where(x > 0, g, 0.0)
+    return g.sum(1), (g * y).sum(1)
+
+
+def test_a_kernels_variants_take_their_arguments_in_one_order():
+    """The looped variant loads `y` before it stores the first sum (one loop for both), the
+    persistent one after: one launcher calls either, so both take the persistent order."""
+    compiled = check_traced(sums_of_three, *torch.randn(3, 2, 2000), atol=1e-3, rtol=1e-4)
+    assert compiled.torch_reasons == [] and "_0_looped(" in compiled.code
+    signatures = re.findall(r"def triton_fused_\w+\((.*)\):", compiled.code)
+    assert len(signatures) == 2 and signatures[0] == signatures[1]
+
+
 def test_views_are_index_math():
     code = check_traced(lambda a: a.t() + a[0], torch.randn(6, 6)).code
     assert "tl.load(arg0 + (6*(xindex % 6) + (xindex // 6)), xmask)" in code
@@ -165,6 +195,17 @@ def test_compile_picks_triton_for_cuda_and_cpp_for_cpu(device):
     assert_same_as_eager(stage6_inductor_triton.compile(chain), chain, a, b)
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="a GPU's wrapper")
+def test_a_gpu_wrapper_allocates_without_the_dispatcher_under_a_device_guard():
+    """Buffers come from `empty_strided_cuda` (no device string to parse, no dispatch), which
+    allocates on the current device: the body runs under a guard that makes it the
+    kernels' own, as the launches' current stream must be too."""
+    a, b = torch.randn(100, device="cuda"), torch.randn(100, device="cuda")
+    code = check_traced(chain, a, b, device="cuda").last.wrapper_source
+    assert "    with torch.cuda._DeviceGuard(0):\n" in code
+    assert "empty_strided_cuda((100,), (1,), torch.float32)" in code and "device=" not in code
+
+
 # --- split reductions: few results over many elements, in two kernels ------------------------
 
 
@@ -189,7 +230,7 @@ def test_few_results_over_many_elements_are_reduced_in_two_kernels(split_on_the_
     images = torch.randn(32, 4, 8, 8).to(memory_format=torch.channels_last)
     compiled = check_traced(batch_norm_sums, images, device=device, atol=1e-4, rtol=1e-4)
     code = compiled.last.wrapper_source
-    assert "empty_strided((2, 4)" in code  # 2 chunks of the batch x 4 channels
+    assert re.search(r"empty_strided(_cuda)?\(\(2, 4\)", code)  # 2 chunks x 4 channels
     assert "grid=grid(8))" in code and "grid=grid(4))" in code  # partials, then results
     rows = torch.randn(16, 1024)
     rows[3, 5] = float("nan")  # the partials carry it
