@@ -15,6 +15,7 @@ tensors are not on the CPU, and every graph when there is no C++ compiler (after
 warning). Each such reason is logged once and kept in `CompiledGraph.torch_reasons`.
 """
 
+import collections
 import ctypes
 import dataclasses
 import functools
@@ -296,7 +297,12 @@ def shares_written_memory(args, written: tuple[int, ...]) -> bool:
     if not written:
         return False
     storages = [a.untyped_storage().data_ptr() for a in args if isinstance(a, torch.Tensor)]
-    return any(storages.count(args[i].untyped_storage().data_ptr()) > 1 for i in written)
+    if len(set(storages)) == len(storages):  # the usual call: no two inputs share memory
+        return False
+    # (a count per written input is quadratic: ResNet-50's training forward writes 106 of
+    # its 320 inputs, and counting took 0.3 ms a call)
+    counts = collections.Counter(storages)
+    return any(counts[args[i].untyped_storage().data_ptr()] > 1 for i in written)
 
 
 def compile_fx(gm: torch.fx.GraphModule, example_inputs) -> CompiledGraph:
