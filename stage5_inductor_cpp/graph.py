@@ -543,20 +543,24 @@ class GraphLowering:
         if not isinstance(value, Pointwise):
             return value
         image = self.channels_last and len(value.ranges) == 4
-        loads = loads_of(value)
-        dear = value.cost > REUSE_COST or len({name for name, _ in loads}) > REUSE_READS
-        # An image read twice is stored once, in the layout convolutions like, if a reader
-        # needs it in memory (a block's output, read by the next convolution and the
-        # residual add), or on a CPU, where a reduction loop that selects (a ReLU's
-        # gradient) ran slower than a store and a reload: ResNet-18's training backward
-        # took 95 ms of kernels, against 44 with each image stored.
-        recomputed = self.device.type in RECOMPUTED_IMAGES_ON and not read_stored(node)
-        stored_anyway = image and not recomputed
-        if (users > 1 and (dear or stored_anyway)) or value.cost > MAX_INLINE_COST:
+        if value.cost > MAX_INLINE_COST or (users > 1 and self.stored_once(node, value, image)):
             if image:
                 return self.realize_preferred(value)
             return self.realize(value, layouts.eager_stride(value, self.meta.snapshots.get(node)))
         return value
+
+    def stored_once(self, node, value: Pointwise, image: bool) -> bool:
+        """Whether a value read by several nodes is stored once rather than computed again in
+        each: when it is dear (ops, or buffers read), or when it is an image between
+        convolutions that a reader needs in memory (a block's output, read by the next
+        convolution and the residual add). Elsewhere than `RECOMPUTED_IMAGES_ON` (the CPU)
+        every such image is stored: a reduction loop that selects (a ReLU's gradient) ran
+        slower than a store and a reload, ResNet-18's training backward 95 ms of kernels
+        against 44."""
+        reads = {name for name, _ in loads_of(value)}
+        if value.cost > REUSE_COST or len(reads) > REUSE_READS:
+            return True
+        return image and (self.device.type not in RECOMPUTED_IMAGES_ON or read_stored(node))
 
     def extern(self, node, op: str, target, args, kwargs):
         """Call torch at run time; a meta run now gives the result's layout (or eager's error).
