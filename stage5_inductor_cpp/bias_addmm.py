@@ -29,7 +29,7 @@ import torch
 import torch.nn.functional as F
 
 from .ir import BufferView, ExternKernel, Layout, Pointwise, contiguous_strides
-from .lowering import Fallback, is_tensor, register
+from .lowering import Fallback, is_tensor, register, reindex
 from .views import cat, narrow
 
 MATMULS = {operator.matmul, torch.matmul, torch.mm, torch.Tensor.matmul, torch.Tensor.mm}
@@ -315,7 +315,4 @@ def weight_of(value, transposed: bool):
         return value
     if not isinstance(value, BufferView) or len(value.ranges) != 2:
         return None
-    layout = value.layout
-    return BufferView(
-        value.buffer, Layout(layout.size[::-1], layout.stride[::-1], layout.dtype, layout.offset)
-    )
+    return reindex(value, value.ranges[::-1], lambda idx: idx[::-1])

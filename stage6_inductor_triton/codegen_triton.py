@@ -505,9 +505,10 @@ class TritonKernel(KernelWriter):
     def generate(self) -> str:
         shape = self.shape
         two_d = shape.rnumel is not None
-        loops = self.loops
-        for i, loop in enumerate(loops):
-            self.later_reads = set().union(*[n.reads() for later in loops[i + 1 :] for n in later])
+        for i, loop in enumerate(self.loops):
+            self.later_reads = set().union(
+                *[n.reads() for later in self.loops[i + 1 :] for n in later]
+            )
             self.write_loop(loop)
         # int32 addresses overflow past 2**31 elements (a last block reaches a bit beyond).
         # A symbolic size decides for this call's values, and guards the answer (sizes.py).
