@@ -63,29 +63,37 @@ class SchedulerNode:
     def is_reduction(self) -> bool:
         return isinstance(self.buffer.data, Reduction)
 
-    @property
+    @functools.cached_property
     def ranges(self) -> tuple[int, ...]:
-        return self.buffer.data.ranges
+        """The node's (outer) ranges without the dims of size 1, which loop once: a batch
+        norm's mean, of size (1, C, 1, 1), then loops over C as the sum it divides does,
+        and joins its kernel (inductor's `simplify_loops` drops them too)."""
+        return tuple(size for size in self.buffer.data.ranges if size != 1)
 
     def inner_ranges(self, n_outer: int) -> tuple[int, ...]:
         data = self.buffer.data
-        return data.reduction_ranges if self.is_reduction else data.ranges[n_outer:]
+        return data.reduction_ranges if self.is_reduction else self.ranges[n_outer:]
 
     def loop_vars(self, n_outer: int):
         """Index variables for a kernel with `n_outer` outer dims: x0.. outer, r0.. inner."""
         n_x = len(self.ranges) if self.is_reduction else n_outer
         return index_vars("x", n_x), index_vars("r", len(self.inner_ranges(n_outer)))
 
+    def indices(self, variables: list[Index]) -> list[Index]:
+        """The index of each of the buffer's dims, from the variables of the dims that loop."""
+        moving = iter(variables)
+        return [Index.const(0) if size == 1 else next(moving) for size in self.buffer.data.ranges]
+
     def call_inner_fn(self, handler, n_outer: int):
         xs, rs = self.loop_vars(n_outer)
         with set_handler(handler):
             if self.is_reduction:
-                return self.buffer.data.inner_fn(xs, rs)
-            return self.buffer.data.inner_fn(xs + rs)
+                return self.buffer.data.inner_fn(self.indices(xs), rs)
+            return self.buffer.data.inner_fn(self.indices(xs + rs))
 
     def store_index(self, n_outer: int) -> Index:
         xs, rs = self.loop_vars(n_outer)
-        return self.buffer.layout.index(xs if self.is_reduction else xs + rs)
+        return self.buffer.layout.index(self.indices(xs if self.is_reduction else xs + rs))
 
     def loads(self, n_outer: int) -> list[tuple[str, Index]]:
         collector = ReadsCollector()

@@ -142,6 +142,21 @@ def schedule(fn, *args, fuse=True):
     return Scheduler(graph, fuse=fuse)
 
 
+def per_channel_statistics(x):
+    """A batch norm's: sums over (N, H, W), then the mean and variance of shape (1, C, 1, 1)."""
+    total, squares = x.sum((0, 2, 3)), x.square().sum((0, 2, 3))
+    mean = (total / 50).view(1, -1, 1, 1)
+    return mean, squares.view(1, -1, 1, 1) / 50 - mean * mean
+
+
+def test_a_pointwise_over_a_reductions_rows_with_dims_of_size_1_joins_its_kernel():
+    """The dims of size 1 do not loop (SchedulerNode.ranges): the (1, C, 1, 1) mean and
+    variance are computed over C in the sums' kernel, not in a kernel of their own."""
+    x = torch.randn(2, 8, 5, 5)
+    assert len(kernels(per_channel_statistics, x)) == 1
+    check_both(per_channel_statistics, x)
+
+
 def test_fusion_cuts_kernels_and_keeps_intermediates_local():
     x = torch.randn(16, 32)
     before = schedule(lambda t: torch.softmax(t, -1), x, fuse=False)

@@ -6,7 +6,7 @@ import torch.nn.functional as F
 
 from stage6_inductor_triton import compile_fx
 from tests.oracle import assert_same_as_eager
-from tests.stage5.test_fusion import chain, softmax_of_exp
+from tests.stage5.test_fusion import chain, per_channel_statistics, softmax_of_exp
 from tests.stage6.helpers import DEVICES, check_traced
 
 pytestmark = pytest.mark.parametrize("device", DEVICES)
@@ -40,6 +40,11 @@ def test_a_persistent_softmax_computes_exp_once_without_a_stash(device):
 def test_horizontal_fusion_of_independent_outputs(device):
     fn = lambda t: (t.sin(), t.cos(), t.sum(1))  # noqa: E731
     assert len(kernel_names(fn, torch.randn(16, 32), device=device)) == 1
+
+
+def test_a_pointwise_over_a_reductions_rows_with_dims_of_size_1_joins_its_kernel(device):
+    x = torch.randn(2, 8, 5, 5)
+    assert len(kernel_names(per_channel_statistics, x, device=device)) == 1
 
 
 def test_mlp_adds_biases_in_the_gemm_and_fuses_the_activation_between_externs(device):
