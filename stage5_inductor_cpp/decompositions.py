@@ -135,30 +135,52 @@ def mean(graph, out, x, dim=None, keepdim=False, *, dtype=None):
 
 
 def _variance(graph, x, dims, correction, keepdim, dtype):
-    """The variance and the mean. Two passes, mean then squared deviations (torch uses
-    Welford; both are stable), in torch's accumulation type: double for float32, float16
-    and bfloat16 on the CPU (`std_var_kernel_impl` in
-    aten/src/ATen/native/cpu/ReduceOpsKernel.cpp), where the square of 1e20 or of a
-    denormal still has a value; CUDA's is float. The result stays in that type: `std`
-    takes its square root before rounding."""
-    dtype = upcast(dtype)
-    if dtype == torch.float32 and graph.device.type == "cpu":
-        dtype = torch.float64
+    """The variance and the mean, in double. Torch folds Welford's running mean and sum of
+    squared deviations, in double on the CPU and in float on CUDA
+    (aten/src/ATen/native/SharedReduceOps.h); inductor too, in float.
+
+    Float data (float32, float16, bfloat16) takes one pass: the sums of `x`, of `x - k`
+    and of `(x - k) ** 2` in double, where `k` is the row's first element, share one loop
+    (and one split, lowering.py). Then `var = (sum((x - k)**2) - sum(x - k)**2 / n) /
+    (n - correction)`. The shift keeps the difference from cancelling (the "shifted data"
+    algorithm): a row far from 0 loses no digits, since `k` is one of its own values. And a
+    float's square cannot overflow a double. Two passes, the mean and then the squared
+    deviations, read the data twice (and on the GPU take two more kernels: a batch norm's
+    statistics in training). Double data takes them: its square may overflow."""
     dims = reduced_dims(x, dims)
     count = _numel([x.ranges[d] for d in dims])
-    mu = make_pointwise(
-        ops.truediv,
-        make_reduction(graph, x, dims, True, "sum", dtype, dtype),
-        as_float(count),
-        dtype=dtype,
-    )
-    deviation = make_pointwise(ops.sub, x, mu, dtype=dtype)
-    squares = make_pointwise(lambda d: ops.mul(d, d), deviation, dtype=dtype)
-    total = make_reduction(graph, squares, dims, keepdim, "sum", dtype, dtype)
-    variance = make_pointwise(
-        ops.truediv, total, as_float(maximum(count - correction, 0)), dtype=dtype
-    )
-    return variance, (mu if keepdim else reshape_to(graph, mu, variance.ranges))
+    divisor = as_float(maximum(count - correction, 0))
+    acc = torch.float64
+    total = make_reduction(graph, x, dims, True, "sum", acc, acc)
+    mu = make_pointwise(ops.truediv, total, as_float(count), dtype=acc)
+    if upcast(dtype) == torch.float64:
+        deviation = make_pointwise(ops.sub, x, mu, dtype=acc)
+        squares = make_pointwise(lambda d: ops.mul(d, d), deviation, dtype=acc)
+        total = make_reduction(graph, squares, dims, keepdim, "sum", acc, acc)
+        variance = make_pointwise(ops.truediv, total, divisor, dtype=acc)
+        return variance, (mu if keepdim else reshape_to(graph, mu, variance.ranges))
+    # The row's first element: x at index 0 of each reduced dim (a view, size 1 there).
+    first = reindex(x, tuple(1 if d in dims else s for d, s in enumerate(x.ranges)), lambda i: i)
+    shifted = make_pointwise(ops.sub, x, first, dtype=acc)
+    squares = make_pointwise(lambda d: ops.mul(d, d), shifted, dtype=acc)
+    sums = [make_reduction(graph, v, dims, True, "sum", acc, acc) for v in (shifted, squares)]
+
+    def of_sums(sum_shifted, sum_squares, count, divisor):  # at least 0, not -1e-17
+        spread = ops.sub(sum_squares, ops.truediv(ops.mul(sum_shifted, sum_shifted), count))
+        zero = ops.constant(0.0, acc)
+        return ops.truediv(ops.where(ops.lt(spread, zero), zero, spread), divisor)
+
+    # Stored, as inference's batch_norm stores its terms: divisions in double once per
+    # row, not once per element of each reader (a batch norm's every pixel).
+    variance = make_pointwise(of_sums, *sums, as_float(count), divisor, dtype=acc)
+    variance, mu = graph.realize(variance), graph.realize(mu)
+    if keepdim:
+        return variance, mu
+    return reshape_to(graph, variance, _kept(x, dims)), reshape_to(graph, mu, _kept(x, dims))
+
+
+def _kept(x, dims) -> tuple:
+    return tuple(s for d, s in enumerate(x.ranges) if d not in dims)
 
 
 def _correction(unbiased, correction):
@@ -324,7 +346,7 @@ def logsumexp(graph, out, x, dim, keepdim=False):
     result = make_pointwise(lambda t, m: ops.add(ops.log(t), m), total, shift, dtype=out.dtype)
     if keepdim:
         return result
-    return reshape_to(graph, result, tuple(s for d, s in enumerate(x.ranges) if d not in dims))
+    return reshape_to(graph, result, _kept(x, dims))
 
 
 def _normalized(graph, x, dims, eps, acc):

@@ -432,6 +432,20 @@ def test_a_split_reduction_gives_the_same_answer_in_cpp(monkeypatch):
     assert "empty_strided((2, 4)" in compiled.last.wrapper_source  # the partials
 
 
+def test_a_variance_of_floats_reads_its_data_once(monkeypatch):
+    """The sums of x and of x * x (in double) share one pass over a batch of images: split
+    as on the GPU, a batch norm's statistics take two kernels, the partial sums and the
+    rest, where a mean and then the squared deviations took four."""
+    monkeypatch.setattr(lowering, "SPLIT_REDUCTIONS_ON", {"cpu"})
+    images = torch.randn(32, 4, 8, 8).to(memory_format=torch.channels_last)
+
+    def statistics(t):
+        return torch.var_mean(t, (0, 2, 3), correction=0, keepdim=True)
+
+    assert len(kernels(statistics, images)) == 2
+    check_traced(statistics, images)
+
+
 def four_terms(a, b, c, d):  # a residual stream's gradient: a term per block, read twice
     total = a + b + c + d
     return total.sum(0), total * 2

@@ -95,6 +95,26 @@ def test_float32_variance_accumulates_in_double_as_torch_does(op):
     check_lowered(lambda x: op(x, -1), rows, rtol=1.3e-6, atol=0)
 
 
+def test_a_variance_in_one_pass_keeps_its_digits_far_from_zero_and_is_never_negative():
+    """Float data: one pass, the sums of x - k and (x - k)**2 in double (k: the row's first
+    element). Rows far from 0 (means of 3e4 and 1e6 standard deviations) keep float32's
+    digits, which the unshifted sum(x * x) - sum(x) * mean loses (2e-6 of the variance at
+    3e4), and a constant row, whose difference may round below 0, has variance 0 as in
+    torch (no NaN standard deviation)."""
+    torch.manual_seed(0)
+    far = torch.tensor([[3e4], [1e6]]) + torch.randn(2, 4096)
+    rows = torch.cat([far, torch.full((1, 4096), 0.1)])
+    check_lowered(lambda x: torch.var(x, -1), rows, rtol=1.3e-6, atol=0)
+    check_lowered(lambda x: torch.std(x, -1), rows, rtol=1.3e-6, atol=0)
+
+
+def test_a_variance_of_doubles_takes_two_passes():
+    """A double's square may overflow: (1e200)**2 is inf in double, so double data takes the
+    mean and then the squared deviations, and the variance of [1e200, 1e200] is 0."""
+    rows = torch.tensor([[1e200, 1e200], [1e200, -1e200]], dtype=torch.float64)
+    check_lowered(lambda x: torch.var(x, -1), rows, rtol=1e-12, atol=0)
+
+
 @pytest.mark.parametrize("approximate", ["none", "tanh"])
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_gelu_follows_torchs_formula(approximate, dtype):

@@ -52,12 +52,16 @@ def gradient_sums(g, x):  # a batch norm backward's two sums: common inputs, no 
 
 def test_independent_reductions_share_a_loop_dependent_ones_do_not():
     """Reductions over the same rows that do not read each other fold in one loop, which
-    loads their common inputs once; a variance's second sum reads the mean: its own loop."""
+    loads their common inputs once (a float variance's two sums too); a mean absolute
+    deviation's second sum reads the mean: its own loop."""
     g, x = torch.randn(2, 9000), torch.randn(2, 9000)
     code = check_traced(gradient_sums, g, x, atol=1e-3, rtol=1e-4).code
     assert code.count("for roffset in range(0, 9000, RBLOCK):") == 1
     assert code.count("tl.load(arg1 + ") == 1  # x, once for both sums
-    code = check_traced(lambda a: a.var(1), torch.randn(2, 9000), atol=1e-4, rtol=1e-4).code
+    code = check_traced(lambda a: a.var(1), x, atol=1e-4, rtol=1e-4).code
+    assert code.count("for roffset in range(0, 9000, RBLOCK):") == 1
+    deviation = lambda a: (a - a.mean(1, keepdim=True)).abs().sum(1)  # noqa: E731
+    code = check_traced(deviation, x, atol=1e-3, rtol=1e-4).code
     assert code.count("for roffset in range(0, 9000, RBLOCK):") == 2
 
 
