@@ -112,21 +112,27 @@ def prefers_channels_last(gm: torch.fx.GraphModule, device: torch.device) -> boo
 
 
 def conv2d_with_channels_last_weights():
-    """`torch.conv2d` whose weight is in channels-last memory too: converted on the first
-    call, and again only when the weight changes (its version counter or its memory).
-    Given an NCHW weight, oneDNN and cuDNN convert it on every call (17 of ResNet-18's
-    convolutions: a third of its time on a CPU). Inductor's freezing (torch/_inductor/
-    freezing.py) converts weights once as well, assuming they never change; here the
-    check is per call. The copies live as long as the compiled graph."""
-    converted = {}  # id(weight) -> (weakref to the weight, version, address, the copy)
+    """`torch.conv2d` whose weight is in channels-last memory too, once the weight is seen
+    not to change. Given an NCHW weight, oneDNN and cuDNN convert it on every call
+    (17 of ResNet-18's convolutions: a third of its time on a CPU). Inductor's freezing
+    (torch/_inductor/freezing.py) converts weights once, assuming they never change; here
+    a weight is converted at a call that finds it as the last call left it (its version
+    counter and memory), and its copy serves while it stays so. A weight that changes
+    between calls (a training step's) is passed as it is, and the library converts it
+    in C++, as for eager: a copy here would be the same work plus a launch from Python.
+    The copies live as long as the compiled graph."""
+    seen = {}  # id(weight) -> (weakref to the weight, version, address, the copy or None)
 
     def conv2d(x, weight, *args, **kwargs):
         if weight.is_meta or (weight.requires_grad and torch.is_grad_enabled()):
             return torch.conv2d(x, weight, *args, **kwargs)  # a meta run, or autograd's call
-        ref, version, address, copy = converted.get(id(weight), (None, -1, -1, None))
+        ref, version, address, copy = seen.get(id(weight), (None, -1, -1, None))
         if ref is None or ref() is not weight or (version, address) != _state(weight):
+            seen[id(weight)] = (weakref.ref(weight), *_state(weight), None)  # new, or changed
+            return torch.conv2d(x, weight, *args, **kwargs)
+        if copy is None:  # unchanged since the last call: from now on, its copy
             copy = weight.contiguous(memory_format=torch.channels_last)
-            converted[id(weight)] = (weakref.ref(weight), *_state(weight), copy)
+            seen[id(weight)] = (ref, version, address, copy)
         return torch.conv2d(x, copy, *args, **kwargs)
 
     return conv2d

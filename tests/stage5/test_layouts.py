@@ -270,10 +270,34 @@ def test_a_weight_is_converted_again_when_it_changes():
     counter moves) or given new memory (`.data =`), the next call converts it again."""
     weight, a = torch.randn(4, 3, 3, 3), torch.randn(2, 3, 8, 8)
     compiled = compile_fx(torch.fx.symbolic_trace(lambda a, w: F.conv2d(a, w)), [a, weight])
-    for change in (lambda: None, lambda: weight.mul_(2), lambda: setattr(weight, "data", -weight)):
+    changes = (lambda: weight.mul_(2), lambda: setattr(weight, "data", -weight))
+    for change in (lambda: None, lambda: None, *changes, lambda: None, lambda: None):
         with torch.no_grad():
             change()
         torch.testing.assert_close(compiled(a, weight), F.conv2d(a, weight))
+
+
+def test_a_weight_is_converted_once_it_stops_changing(monkeypatch):
+    """A weight that changes between calls (a training step's) goes to the convolution as it
+    is; one found as the last call left it is converted, once, and its copy serves."""
+    conversions = []
+    contiguous = torch.Tensor.contiguous
+
+    def counted(tensor, *args, **kwargs):
+        conversions.append(kwargs.get("memory_format"))
+        return contiguous(tensor, *args, **kwargs)
+
+    weight, a = torch.randn(4, 3, 3, 3), torch.randn(2, 3, 8, 8)
+    compiled = compile_fx(torch.fx.symbolic_trace(lambda a, w: F.conv2d(a, w)), [a, weight])
+    monkeypatch.setattr(torch.Tensor, "contiguous", counted)
+    for _ in range(3):  # changed before each call: never converted
+        with torch.no_grad():
+            weight.add_(1)
+        compiled(a, weight)
+    assert torch.channels_last not in conversions
+    for _ in range(3):  # unchanged: converted at the first of these calls only
+        compiled(a, weight)
+    assert conversions.count(torch.channels_last) == 1
 
 
 def test_an_attention_result_is_declared_with_the_strides_the_device_returns():
