@@ -196,19 +196,39 @@ def make_reduction(graph, x, dims, keepdim, reduction_type, dtype, compute=None)
 # A reduction that covers much and makes few values (a batch norm's sums per channel over
 # a batch of images; a sum of a whole tensor) is cut in two on the GPU, as inductor's split
 # reductions are (`Reduction.create`, `num_splits` in torch/_inductor/ir.py): a first kernel
-# reduces `splits` chunks of each row into partial results, a second reduces the partials.
+# reduces chunks of each row into partial results, a second reduces the partials.
 # In one pass, each of the few results gets one program and most of the GPU waits
 # (ResNet-50's stem in training: 64 programs, each over 400K rows of the image). The C++
 # kernels share such a loop among their threads instead (codegen_cpp.py, `split_reduction`).
+# A channels-last image's per-channel sums also want many partials: a program then sums
+# neighbouring channels, side by side in memory, over a short run of pixels (autotune.py's
+# configurations across rows), where one channel over many pixels loads 4 bytes per row.
 SPLIT_REDUCTIONS_ON = {"cuda"}  # the devices whose graphs split them (tests add "cpu")
-SPLIT_INTO = 1024  # about this many partial results in all
+SPLIT_INTO = 32768  # at most this many partial results in all
 SPLIT_MIN_CHUNK = 1024  # each of which still reduces at least this many elements
 SPLITTABLE = {"sum", "prod", "max", "min", "any", "all"}  # the partials combine the same way
 
 
+def split_counts(ranges, most: int) -> list[int]:
+    """How many even chunks to cut each of the leading reduced dims into, `most` in all: the
+    first into a divisor of its size, and only when it is cut into single elements (each
+    image of the batch its own chunk) the next, and so on (`Index` is affine: a chunk of
+    the flattened dims would need a division)."""
+    counts = []
+    for size in ranges:
+        count = next((c for c in range(min(most, size), 1, -1) if size % c == 0), 1)
+        if count < 2:
+            break
+        counts.append(count)
+        most //= count
+        if count < size:
+            break
+    return counts
+
+
 def split_reduction(graph, reduction: Reduction) -> Reduction:
-    """`reduction`, or its second stage: the partial results over chunks of its first reduced
-    dimension go to a buffer first, and it reduces those."""
+    """`reduction`, or its second stage: the partial results over chunks of its leading
+    reduced dims go to a buffer first, and it reduces those."""
     xnumel, rnumel = math.prod(reduction.ranges), math.prod(reduction.reduction_ranges)
     if (
         graph.device.type not in SPLIT_REDUCTIONS_ON
@@ -218,25 +238,30 @@ def split_reduction(graph, reduction: Reduction) -> Reduction:
         or rnumel < 2 * SPLIT_MIN_CHUNK
     ):
         return reduction
-    first, *rest = reduction.reduction_ranges
-    most = min(SPLIT_INTO // xnumel, rnumel // SPLIT_MIN_CHUNK, first)
-    splits = next((s for s in range(most, 1, -1) if first % s == 0), 1)  # even chunks
-    if splits < 2:
+    counts = split_counts(
+        reduction.reduction_ranges, min(SPLIT_INTO // xnumel, rnumel // SPLIT_MIN_CHUNK)
+    )
+    if not counts:
         return reduction
-    chunk, inner_fn, compute = first // splits, reduction.inner_fn, reduction.src_dtype
+    k, ranges = len(counts), reduction.reduction_ranges
+    chunks = [size // count for size, count in zip(ranges, counts, strict=False)]
+    inner_fn, compute = reduction.inner_fn, reduction.src_dtype
 
-    def partial_fn(idx, ridx):  # idx: (split, *outputs); the split picks a chunk of r0
-        return inner_fn(idx[1:], [idx[0] * chunk + ridx[0], *ridx[1:]])
+    def partial_fn(idx, ridx):  # idx: (chunk numbers..., *outputs); ridx: within the chunks
+        starts = [i * chunk + r for i, chunk, r in zip(idx[:k], chunks, ridx[:k], strict=True)]
+        return inner_fn(idx[k:], [*starts, *ridx[k:]])
 
     partial = graph.add_buffer(
         Reduction(
-            compute, (splits, *reduction.ranges), (chunk, *rest), reduction.reduction_type,
-            partial_fn, compute,
+            compute, (*counts, *reduction.ranges), (*chunks, *ranges[k:]),
+            reduction.reduction_type, partial_fn, compute,
         )
     )  # fmt: skip
     load = loader_for(partial, partial.ranges, compute)
     return dataclasses.replace(
-        reduction, reduction_ranges=(splits,), inner_fn=lambda idx, ridx: load([ridx[0], *idx])
+        reduction,
+        reduction_ranges=tuple(counts),
+        inner_fn=lambda idx, ridx: load([*ridx, *idx]),
     )
 
 

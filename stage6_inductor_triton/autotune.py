@@ -72,6 +72,8 @@ def configs_for(shape: KernelShape, has_looped: bool = False) -> list[Config]:
 
     (elements per program, warps): a warp is 32 threads, and 8-32 elements per thread
     keep enough loads in flight to saturate memory without running out of registers.
+    A reduction across rows (`KernelShape.across_rows`) loops over blocks wide across its
+    rows, as inductor's "outer" reductions do (`ReductionHint.OUTER`).
     A persistent kernel also gets looped configurations when it has a `_looped` variant
     (`has_looped`): launched with an RBLOCK shorter than its row, the persistent kernel
     itself would read and write only the row's first RBLOCK elements.
@@ -83,6 +85,9 @@ def configs_for(shape: KernelShape, has_looped: bool = False) -> list[Config]:
     else:
         rcap = triton_next_power_of_2(hint(shape.rnumel))
         looped = [(1, 2048, 16), (1, 1024, 16), (1, 4096, 16), (1, 2048, 8), (4, 512, 8)]
+        if shape.across_rows:  # rows side by side in memory: blocks wide across them (a
+            # block one row wide would read 4 bytes of each 32-byte sector it fetches)
+            looped = [(64, 16, 4), (128, 8, 8), (16, 64, 4)]
         wanted = [(x, min(r, rcap), w, shape.persistent) for x, r, w in looped]
         if shape.persistent:
             sizes = ((4096, 8), (8192, 16), (8192, 32), (16384, 16), (2048, 4))

@@ -432,6 +432,29 @@ def test_a_split_reduction_gives_the_same_answer_in_cpp(monkeypatch):
     assert "empty_strided((2, 4)" in compiled.last.wrapper_source  # the partials
 
 
+@pytest.mark.parametrize(
+    "ranges, most, counts",
+    [
+        ((32, 112, 112), 256, [32, 8]),  # every image its own chunk, then 8 chunks of rows
+        ((32, 56, 56), 98, [32, 2]),  # 98 // 32 = 3: the largest divisor of 56 up to 3
+        ((32, 28, 28), 24, [16]),  # images two by two: the rows stay whole
+        ((7, 1000), 5, []),  # no divisor of 7 up to 5
+    ],
+)
+def test_a_reduction_splits_its_leading_dims_into_even_chunks(ranges, most, counts):
+    assert lowering.split_counts(ranges, most) == counts
+
+
+def test_a_reduction_split_over_two_dims_gives_the_same_answer(monkeypatch):
+    """Split over the batch and then the rows of each image: the partials' buffer has a dim
+    per split dim, and the second stage reduces both."""
+    monkeypatch.setattr(lowering, "SPLIT_REDUCTIONS_ON", {"cpu"})
+    monkeypatch.setattr(lowering, "SPLIT_MIN_CHUNK", 16)
+    images = torch.randn(32, 4, 8, 8).to(memory_format=torch.channels_last)
+    compiled = check_traced(lambda t: (t.sum((0, 2, 3)), t.var((0, 2, 3))), images)
+    assert "empty_strided((32, 4, 4)" in compiled.last.wrapper_source  # images x row chunks
+
+
 def test_a_variance_of_floats_reads_its_data_once(monkeypatch):
     """The sums of x and of x * x (in double) share one pass over a batch of images: split
     as on the GPU, a batch norm's statistics take two kernels, the partial sums and the
