@@ -214,8 +214,8 @@ class KernelShape:
     xnumel: int
     rnumel: int | None  # None: a pointwise kernel (1-D blocks)
     persistent: bool  # this variant keeps whole rows in registers
-    # A reduction whose rows lie side by side in memory: a load walks them with stride 1
-    # and strides over each row (a channels-last image's per-channel sums).
+    # A reduction whose rows lie side by side in memory: its loads walk them with stride 1
+    # and stride over each row (a channels-last image's per-channel sums), none along one.
     across_rows: bool = False
 
 
@@ -249,19 +249,19 @@ class TritonKernel(KernelWriter):
         self.order: TritonKernel | None = None  # the variant whose argument order this keeps
         self.load_masks: list = []  # the masks of the `ops.masked` bodies being written
         self.indirect_sizes: dict[str, int] = {}  # index variable -> the size it indexes
+        self.walked: set[str] = set()  # how its loads in loops walk memory (`walks`)
 
-    def walks_across_rows(self, index: Index) -> bool:
-        """Whether `index` steps by 1 from row to row (its innermost outer dim that moves) and
-        by more along a row: neighbouring lanes of a block then read neighbouring memory
-        only when the block is wide across rows."""
+    def walks(self, index: Index) -> str | None:
+        """How a load in a loop walks memory: "along" a row (stride 1 along it), "across" rows
+        (stride 1 from row to row, more along one: neighbouring lanes of a block read
+        neighbouring memory only when the block is wide across rows), or neither."""
         moving = [d for d, size in enumerate(self.kernel.outer) if size != 1]
         along = [index.coefficient(f"r{d}") for d in range(len(self.rsizes))]
-        return (
-            bool(moving)
-            and index.coefficient(f"x{moving[-1]}") == 1
-            and any(along)
-            and 1 not in along
-        )
+        if 1 in along:
+            return "along"
+        if any(along) and moving and index.coefficient(f"x{moving[-1]}") == 1:
+            return "across"
+        return None
 
     def block_shape(self, dims) -> str:
         """The shape of a value that varies along `dims`: `[XBLOCK]`, `[XBLOCK, 1]`, ..."""
@@ -288,8 +288,9 @@ class TritonKernel(KernelWriter):
     def read(self, name: str, index: Index) -> Value:
         if name not in self.dtypes:
             raise TritonUnsupported(f"load of unknown buffer {name}")
-        if self.rsizes and self.walks_across_rows(index):
-            self.shape.across_rows = True
+        if self.rsizes and (walk := self.walks(index)):
+            self.walked.add(walk)
+            self.shape.across_rows = self.walked == {"across"}
         text, dims = self.address(index)
         pointer = f"{name} + ({text})"
         masks = frozenset().union(*[m.dims for m in self.load_masks])

@@ -59,17 +59,20 @@ def test_every_configuration_gives_eagers_answer():
 def test_a_reduction_across_rows_in_memory_gets_blocks_wide_across_rows():
     """A channels-last image's per-channel sums load channel c at c + C * pixel: with one
     row (channel) per block, each lane reads 4 bytes of its own 32-byte sector. Blocks of
-    16 to 128 neighbouring channels are tried too, and give eager's answer; a sum along
-    memory is not offered them."""
+    16 to 128 neighbouring channels are tried instead, and give eager's answer. A sum
+    along memory is not offered them, nor one that also reads an image along its rows."""
     import torch.fx
 
     import stage6_inductor_triton
 
     images = torch.randn(4, 64, 24, 24).to(memory_format=torch.channels_last)
-    rows = torch.randn(64, 20000)
-    cases = [(lambda t: t.sum((0, 2, 3)), images, True), (lambda t: t.sum(-1), rows, False)]
-    for fn, x, across in cases:
-        compiled = stage6_inductor_triton.compile_fx(torch.fx.symbolic_trace(fn), [x])
+    cases = [
+        (lambda t: t.sum((0, 2, 3)), [images], True),
+        (lambda t: t.sum(-1), [torch.randn(64, 20000)], False),
+        (lambda t, u: (t + u).sum((0, 2, 3)), [images, images.contiguous()], False),
+    ]
+    for fn, args, across in cases:
+        compiled = stage6_inductor_triton.compile_fx(torch.fx.symbolic_trace(fn), args)
         (name,) = compiled.last.kernel_names
         launcher = compiled.last.call.__globals__[name]
         assert any((c.XBLOCK, c.RBLOCK) == (64, 16) for c in launcher.configs) == across
@@ -77,7 +80,7 @@ def test_a_reduction_across_rows_in_memory_gets_blocks_wide_across_rows():
             launcher.config = config
             close = dict(atol=1e-3, rtol=1e-4)  # sums of 2304 floats, in another order
             torch.testing.assert_close(
-                compiled(x), fn(x), **close, msg=lambda m, c=config: f"{c}: {m}"
+                compiled(*args), fn(*args), **close, msg=lambda m, c=config: f"{c}: {m}"
             )
 
 
