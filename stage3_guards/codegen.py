@@ -7,12 +7,20 @@ the docs show them), show up by name in tracebacks (their source goes into
 compile the compiler's own output.
 """
 
+import ast
 import itertools
 import linecache
 import re
+import threading
 
 from stage1_eval_frame import skip_code
 
+# CPython 3.11 counts the recursion of `ast.parse` in one counter per interpreter: two
+# threads parsing at once can interleave, and one raises "SystemError: AST constructor
+# recursion depth mismatch" (CPython gh-106905; later releases count per call). Our parses
+# take this lock, and so do stage 6's Triton compiles and interpreted launches, which parse
+# their kernels' source.
+AST_LOCK = threading.RLock()
 _serial = itertools.count()
 _sources: list[str] = []  # the linecache entries we made, so that a reset can drop them
 
@@ -39,3 +47,9 @@ def identifier(text: str) -> str:
     """`f`, `MyModule.forward`, `<lambda>` -> a valid Python name to build function names from."""
     name = re.sub(r"[\W_]+", "_", text).strip("_")
     return name if name and not name[0].isdigit() else f"fn_{name}"
+
+
+def parse(code: str, mode: str = "eval") -> ast.AST:
+    """`ast.parse`, one thread at a time (`AST_LOCK`)."""
+    with AST_LOCK:
+        return ast.parse(code, mode=mode)

@@ -40,7 +40,7 @@ from torch._C._dynamo.guards import TensorGuards
 
 from stage2_symbolic_vm.sources import AttrSource, GlobalSource, LocalSource, Source
 
-from .codegen import compile_function, identifier
+from .codegen import compile_function, identifier, parse
 from .guards import Guard
 
 
@@ -266,7 +266,7 @@ def _reads(code: str) -> tuple[list[tuple[int, int, tuple]], bytes]:
         reads.append((node.col_offset, node.end_col_offset, key))
         return key
 
-    key_of(ast.parse(code, mode="eval").body)  # a check is one line: columns are offsets
+    key_of(parse(code).body)  # a check is one line: columns are offsets
     reads.sort(key=lambda read: (read[0], -read[1]))
     return reads, code.encode()
 

@@ -30,6 +30,8 @@ from stage2_symbolic_vm.functions import GLOBAL_HOOKS, MODULE_HOOKS, inference_m
 from stage2_symbolic_vm.sources import Assumption, BuiltinSource, Source
 from stage2_symbolic_vm.variables import compared_by_identity
 
+from .codegen import parse
+
 
 class GuardError(Exception):
     """A value the trace relied on that we do not know how to guard: compile nothing."""
@@ -332,7 +334,7 @@ def _reads(code: str) -> list[str]:
         for child in ast.iter_child_nodes(node):
             visit(child)
 
-    visit(ast.parse(code, mode="eval"))
+    visit(parse(code))
     return list(dict.fromkeys(found))
 
 

@@ -25,6 +25,7 @@ import triton.testing
 from triton.runtime.errors import OutOfResources, PTXASError
 
 from stage1_eval_frame.logs import get_logger
+from stage3_guards.codegen import AST_LOCK
 from stage5_inductor_cpp import cache
 from stage5_inductor_cpp.sizes import hint
 
@@ -201,7 +202,7 @@ class KernelLauncher:
         if not self.interpreted:
             self.launch_compiled(kernel, config, args, grid)
             return
-        with INTERPRETER_LOCK, warnings.catch_warnings():  # one interpreter per process
+        with INTERPRETER_LOCK, AST_LOCK, warnings.catch_warnings():  # one interpreter per process
             # The interpreter's numpy warns about NaN and inf (log(0), 0/0), which are
             # results here as in torch, also in masked-off lanes that are never stored.
             warnings.simplefilter("ignore", RuntimeWarning)
@@ -219,9 +220,10 @@ class KernelLauncher:
         key = config, specialisation(args)  # a kernel may see both (aligned or not, by call)
         launch = self.compiled.get(key)
         if launch is None:
-            binary = kernel[grid(config.meta)](
-                *args, **config.meta, num_warps=config.num_warps, **EAGER_NUMERICS
-            )
+            with AST_LOCK:  # Triton parses the kernel's source (stage 3's codegen.py says why)
+                binary = kernel[grid(config.meta)](
+                    *args, **config.meta, num_warps=config.num_warps, **EAGER_NUMERICS
+                )
             if binary is None:  # Triton returns the binary it launched
                 return
             launch = self.compiled[key] = fast_launch(binary, config)
