@@ -159,12 +159,8 @@ def loads_of(data: Pointwise) -> list[tuple[str, Index]]:
 def reads_only_its_element(data: Pointwise, layout: Layout, name: str, written) -> bool:
     """Whether `data`, stored into input `name` at `layout`, reads no written input but its
     own element at the index it stores to."""
-    index = index_vars("x", len(layout.size))
-    collector = ReadsCollector()
-    with set_handler(collector):
-        data.inner_fn(index)
-    store = layout.index(index)
-    return all(n not in written or (n == name and i == store) for n, i in collector.loads)
+    store = layout.index(index_vars("x", len(layout.size)))
+    return all(n not in written or (n == name and i == store) for n, i in loads_of(data))
 
 
 class Values(dict):

@@ -121,19 +121,20 @@ def conv2d_with_channels_last_weights():
     between calls (a training step's) is passed as it is, and the library converts it
     in C++, as for eager: a copy here would be the same work plus a launch from Python.
     The copies live as long as the compiled graph."""
-    seen = {}  # id(weight) -> (weakref to the weight, version, address, the copy or None)
+    seen = {}  # id(weight) -> [weakref to the weight, (version, address), the copy or None]
 
     def conv2d(x, weight, *args, **kwargs):
         if weight.is_meta or (weight.requires_grad and torch.is_grad_enabled()):
             return torch.conv2d(x, weight, *args, **kwargs)  # a meta run, or autograd's call
-        ref, version, address, copy = seen.get(id(weight), (None, -1, -1, None))
-        if ref is None or ref() is not weight or (version, address) != _state(weight):
-            seen[id(weight)] = (weakref.ref(weight), *_state(weight), None)  # new, or changed
+        entry, state = seen.get(id(weight)), _state(weight)
+        if entry is None or entry[0]() is not weight:  # first sight (or a reused id)
+            entry = seen[id(weight)] = [weakref.ref(weight), None, None]
+        if entry[1] != state:  # new, or changed since the last call: as it is
+            entry[1:] = state, None
             return torch.conv2d(x, weight, *args, **kwargs)
-        if copy is None:  # unchanged since the last call: from now on, its copy
-            copy = weight.contiguous(memory_format=torch.channels_last)
-            seen[id(weight)] = (ref, version, address, copy)
-        return torch.conv2d(x, copy, *args, **kwargs)
+        if entry[2] is None:  # unchanged since the last call: from now on, its copy
+            entry[2] = weight.contiguous(memory_format=torch.channels_last)
+        return torch.conv2d(x, entry[2], *args, **kwargs)
 
     return conv2d
 

@@ -246,7 +246,7 @@ class WrapperCode:
             self.lines.append(f"    {buffer.name} = {self.allocation(layout)}")
 
     # What a backend changes (stage 6: on the device, on a grid).
-    placement = ""  # where buffers are allocated: stage 6 adds `, device='cpu'`
+    placement = ""  # where buffers are allocated: stage 6 names the device (`, device='cpu'`)
     guard = None  # a context the body runs in: stage 6's `torch.cuda._DeviceGuard(0)`
 
     def allocation(self, layout) -> str:
