@@ -234,7 +234,7 @@ def split_reduction(graph, reduction: Reduction) -> Reduction:
         graph.device.type not in SPLIT_REDUCTIONS_ON
         or reduction.reduction_type not in SPLITTABLE
         or any(map(is_symbolic, (*reduction.ranges, *reduction.reduction_ranges)))
-        or xnumel >= SPLIT_INTO
+        or not 0 < xnumel < SPLIT_INTO  # no results (an empty dim): nothing to share out
         or rnumel < 2 * SPLIT_MIN_CHUNK
     ):
         return reduction

@@ -455,6 +455,13 @@ def test_a_reduction_split_over_two_dims_gives_the_same_answer(monkeypatch):
     assert "empty_strided((32, 4, 4)" in compiled.last.wrapper_source  # images x row chunks
 
 
+def test_a_long_reduction_into_no_results_is_not_split(monkeypatch):
+    """Rows of 4096 elements, none of them: the split divided its partials among zero
+    results (ZeroDivisionError, found by `test_programs_with_reductions_split_in_two`)."""
+    monkeypatch.setattr(lowering, "SPLIT_REDUCTIONS_ON", {"cpu"})
+    check_traced(lambda t: t.sum(-1), torch.randn(0, 4096))
+
+
 def test_a_variance_of_floats_reads_its_data_once(monkeypatch):
     """The sums of x and of x * x (in double) share one pass over a batch of images: split
     as on the GPU, a batch norm's statistics take two kernels, the partial sums and the
