@@ -77,15 +77,19 @@ def best_of(fns: dict, args, device, rounds: int) -> dict:
 
 
 def our_backend(device):
-    """Our inductor for `device`, and the list of CompiledGraphs it made."""
+    """Our inductor for `device`, and the list of CompiledGraphs it made. It takes torch's
+    `mode=` (stage 6: "reduce-overhead" records CUDA graphs)."""
     if device.type == "cuda":
         from stage6_inductor_triton import compile_fx
     else:
         from stage5_inductor_cpp import compile_fx
     made = []
 
-    def backend(gm, example_inputs):
-        made.append(compile_fx(gm, example_inputs))
+    def backend(gm, example_inputs, mode="default"):
+        if device.type == "cuda":
+            made.append(compile_fx(gm, example_inputs, mode=mode))
+        else:  # CUDA graphs are for CUDA tensors: torch.compile records none on the CPU either
+            made.append(compile_fx(gm, example_inputs))
         return made[-1]
 
     return backend, made
@@ -93,12 +97,41 @@ def our_backend(device):
 
 def kernel_summary(made) -> dict:
     """Kernels, externs, and graphs run in torch, over every graph our inductor compiled
-    (a graph that trained: over its forward and backward graphs)."""
+    (a graph that trained: over its forward and backward graphs); calls that did not
+    replay their CUDA graph (reduce-overhead), and why."""
     compiled = [part for g in made for part in (g.parts or [g])]
     kernels = sum(len(g.last.kernel_names) for g in compiled if g.last)
     externs = sum(len(g.last.extern_names) for g in compiled if g.last)
-    in_torch = [reason for g in made for reason in g.torch_reasons]
-    return {"graphs": len(made), "kernels": kernels, "externs": externs, "in_torch": in_torch}
+    in_torch = [f"a graph ran in torch: {reason}" for g in made for reason in g.torch_reasons]
+    no_replay = [
+        f"a call did not replay its CUDA graph: {reason}"
+        for g in made
+        for reason in getattr(g, "cudagraph_reasons", ())
+    ]
+    return {
+        "graphs": len(made), "kernels": kernels, "externs": externs, "in_torch": in_torch,
+        "no_replay": no_replay,
+    }  # fmt: skip
+
+
+def systems(model, modes: list[str], device, copies: bool) -> tuple[dict, dict]:
+    """eager, then torch.compile and ours in each mode, labelled `torch.compile` and `ours`
+    for "default" (`torch.compile[reduce-overhead]` for another), each on a copy of the
+    model when `copies` (training changes the weights); and per mode, the graphs ours made."""
+    found, made = {"eager": copy.deepcopy(model) if copies else model}, {}
+    for mode in modes:
+        suffix = "" if mode == "default" else f"[{mode}]"
+        one = copy.deepcopy(model) if copies else model
+        found[f"torch.compile{suffix}"] = torch.compile(one, mode=mode)
+        backend, made[mode] = our_backend(device)
+        mine = copy.deepcopy(model) if copies else model
+        found[f"ours{suffix}"] = stage4_fx.compile(mine, backend=backend, mode=mode)
+    return found, made
+
+
+def module_of(fn) -> torch.nn.Module:
+    """The model a system runs: itself (eager), or what it compiled."""
+    return getattr(fn, "_orig_mod", fn)
 
 
 def main() -> int:
@@ -109,7 +142,13 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--json", metavar="PATH", help="also write the results to PATH")
     parser.add_argument("--train", action="store_true", help="time a training step instead")
+    parser.add_argument(
+        "--modes", default="default",
+        help="comma-separated torch.compile modes, each timed for torch.compile and ours "
+        "(reduce-overhead: CUDA graphs)",
+    )  # fmt: skip
     options = parser.parse_args()
+    options.modes = options.modes.split(",")
     device = torch.device(options.device)
     if device.type == "cuda" and not torch.cuda.is_available():
         print("bench_models: skipped (no CUDA device)")
@@ -126,18 +165,13 @@ def main() -> int:
         model, args = ZOO[name](options.size)
         model = model.to(device).eval()
         args = [a.to(device) if isinstance(a, torch.Tensor) else a for a in args]
-        backend, made = our_backend(device)
         stage4_fx.reset()
         torch._dynamo.reset()
-        candidates = {
-            "eager": model,
-            "torch.compile": torch.compile(model),
-            "ours": stage4_fx.compile(model, backend=backend),
-        }
+        candidates, made = systems(model, options.modes, device, copies=False)
         with torch.no_grad():
             expected = tensors_of(model(*args))
             for label, fn in candidates.items():  # compiles, and checks against eager
-                for _ in range(2):
+                for _ in range(3):  # reduce-overhead: the third call is the first replay
                     found = tensors_of(fn(*args))
                 for a, e in zip(found, expected, strict=True):
                     torch.testing.assert_close(
@@ -148,26 +182,42 @@ def main() -> int:
                         msg=lambda m, lb=f"{name}, {label}": f"{lb}: {m}",
                     )
             best = best_of(candidates, args, device, options.rounds)
-        summary = kernel_summary(made)
-        reasons[name] = summary["in_torch"]
-        ms = [best[k] * 1e3 for k in candidates]
-        ratio = best["ours"] / best["torch.compile"]
-        cells = [f"{t:.3f}" for t in ms] + [f"{ratio:.2f}", f"{best['eager'] / best['ours']:.2f}"]
-        print(name.ljust(16) + "".join(c.rjust(14) for c in cells), end="")
-        print(f"   {summary['kernels']:7d} {summary['externs']:7d} {len(summary['in_torch']):8d}")
-        rows.append(
-            report.row(
-                name,
-                *(t * 1e3 for t in ms),
-                kernels=summary["kernels"],
-                externs=summary["externs"],
-                graphs_in_torch=len(summary["in_torch"]),
-            )
-        )
-        targets += model_targets(name, ratio, limit, best, device)
+        summaries = {mode: kernel_summary(made[mode]) for mode in options.modes}
+        reasons[name] = [r for s in summaries.values() for r in s["in_torch"] + s["no_replay"]]
+        for mode in options.modes:
+            row, ratio, times = table_row(name, mode, best, summaries[mode], None)
+            rows.append(row)
+            targets += model_targets(row["workload"], ratio, limit, times, device)
     what = f"models ({options.size}), inference under no_grad, best of {options.rounds} rounds"
+    what += f", modes {', '.join(options.modes)}"
     finish(options, device, "benchmarks/bench_models.py", what, rows, targets, reasons)
     return 0
+
+
+def table_row(name: str, mode: str, best: dict, summary: dict, saved: dict | None):
+    """Print one model's line for one mode; return its record, ratio and times."""
+    suffix = "" if mode == "default" else f"[{mode}]"
+    label = name if mode == "default" else f"{name} ({mode})"
+    times = {"eager": best["eager"]}
+    times |= {k: best[k + suffix] for k in ("torch.compile", "ours")}
+    ms = [t * 1e3 for t in times.values()]
+    ratio = times["ours"] / times["torch.compile"]
+    digits = 3 if saved is None else 1
+    cells = [f"{t:.{digits}f}" for t in ms]
+    cells += [f"{ratio:.2f}", f"{times['eager'] / times['ours']:.2f}"]
+    more = {}
+    if saved is not None:
+        cells.append(f"{saved['eager'] / 1e6:.1f}/{saved['ours'] / 1e6:.1f}")
+        more = {"saved_bytes_eager": saved["eager"], "saved_bytes_ours": saved["ours"]}
+    print(label.ljust(16) + "".join(c.rjust(14) for c in cells), end="")
+    if saved is not None:
+        print(f"   {saved['ours'] / saved['eager']:16.2f}", end="")
+    print(f" {summary['kernels']:7d} {summary['externs']:7d} {len(summary['in_torch']):8d}")
+    row = report.row(
+        label, *(t * 1e3 for t in ms), kernels=summary["kernels"], externs=summary["externs"],
+        graphs_in_torch=len(summary["in_torch"]), **more,
+    )  # fmt: skip
+    return row, ratio, times
 
 
 # --- training (issue 14) -------------------------------------------------------------------
@@ -233,7 +283,7 @@ def finish(options, device, benchmark: str, what: str, rows, targets, reasons):
     """The reasons graphs ran in torch, the verdict, and the record (`--json`)."""
     for name, why in reasons.items():
         for reason in dict.fromkeys(why):
-            print(f"{name}: a graph ran in torch: {reason}")
+            print(f"{name}: {reason}")
     print(report.verdict(targets))
     if options.json:
         device_name = (
@@ -265,51 +315,30 @@ def train(options, device) -> int:
             if isinstance(module, torch.nn.Dropout):
                 module.p = 0.0
         args = [a.to(device) if isinstance(a, torch.Tensor) else a for a in args]
-        backend, made = our_backend(device)
         stage4_fx.reset()
         torch._dynamo.reset()
-        models = {label: copy.deepcopy(model) for label in ("eager", "torch.compile", "ours")}
-        fns = {
-            "eager": models["eager"],
-            "torch.compile": torch.compile(models["torch.compile"]),
-            "ours": stage4_fx.compile(models["ours"], backend=backend),
-        }
-        steps = {label: training_step(models[label], fn) for label, fn in fns.items()}
+        fns, made = systems(model, options.modes, device, copies=True)
+        steps = {label: training_step(module_of(fn), fn) for label, fn in fns.items()}
+        ours = next(label for label in fns if label.startswith("ours"))  # the first mode's
         saved = {
-            label: saved_activation_bytes(fns[label], args, models[label])
-            for label in ("eager", "ours")
+            label: saved_activation_bytes(fns[key], args, module_of(fns[key]))
+            for label, key in (("eager", "eager"), ("ours", ours))
         }
         expected = steps["eager"](*args)  # the first steps start from the same weights
-        for label in ("torch.compile", "ours"):
+        for label in list(steps)[1:]:
             check_step(name, label, steps[label](*args), expected)
-        for step in steps.values():  # one more step each: any recompile happens here
+        for step in steps.values():  # two more steps each: recompiles, CUDA graphs recorded
+            step(*args)
             step(*args)
         best = best_of(steps, args, device, options.rounds)
-        summary = kernel_summary(made)
-        reasons[name] = summary["in_torch"]
-        ms = [best[k] * 1e3 for k in steps]
-        ratio = best["ours"] / best["torch.compile"]
-        memory = saved["ours"] / saved["eager"]
-        cells = [f"{t:.1f}" for t in ms] + [
-            f"{ratio:.2f}", f"{best['eager'] / best['ours']:.2f}",
-            f"{saved['eager'] / 1e6:.1f}/{saved['ours'] / 1e6:.1f}",
-        ]  # fmt: skip
-        print(name.ljust(16) + "".join(c.rjust(14) for c in cells), end="")
-        print(
-            f"   {memory:16.2f} {summary['kernels']:7d} {summary['externs']:7d}"
-            f" {len(summary['in_torch']):8d}"
-        )
-        rows.append(
-            report.row(
-                name, *(t * 1e3 for t in ms),
-                kernels=summary["kernels"], externs=summary["externs"],
-                graphs_in_torch=len(summary["in_torch"]),
-                saved_bytes_eager=saved["eager"], saved_bytes_ours=saved["ours"],
-            )
-        )  # fmt: skip
-        targets += model_targets(name, ratio, limit, best, device)
+        summaries = {mode: kernel_summary(made[mode]) for mode in options.modes}
+        reasons[name] = [r for s in summaries.values() for r in s["in_torch"] + s["no_replay"]]
+        for mode in options.modes:
+            row, ratio, times = table_row(name, mode, best, summaries[mode], saved)
+            rows.append(row)
+            targets += model_targets(row["workload"], ratio, limit, times, device)
     what = f"models ({options.size}), a training step (forward, loss, backward, SGD), "
-    what += f"best of {options.rounds} rounds"
+    what += f"best of {options.rounds} rounds, modes {', '.join(options.modes)}"
     finish(options, device, "benchmarks/bench_models.py --train", what, rows, targets, reasons)
     return 0
 

@@ -14,6 +14,7 @@ backend compiled it. torch/_dynamo/backends/registry.py is the original.
 
 import functools
 import importlib.metadata
+import inspect
 from collections.abc import Callable
 
 import torch
@@ -137,6 +138,25 @@ def torch_backend(name: str) -> Callable:
         ) from error
     log.info("backend %r is %s: minidynamo has none of that name", name, origin(found))
     return found
+
+
+def with_mode(backend: Callable, mode: str | None) -> Callable:
+    """`backend`, called with `mode=mode` unless the mode is None or "default", as torch's
+    `_TorchCompileWrapper` calls it. A backend that lists its `modes` is checked now, and
+    one that takes no `mode` is refused now, not at the first graph."""
+    if mode in (None, "default"):
+        return backend
+    name = getattr(backend, "__name__", repr(backend))
+    modes = getattr(backend, "modes", None)
+    if modes is not None and mode not in modes:
+        raise ValueError(f"mode={mode!r}: backend {name!r} has the modes {tuple(modes)}")
+    parameters = inspect.signature(backend).parameters.values()
+    if modes is None and not any(p.name == "mode" or p.kind is p.VAR_KEYWORD for p in parameters):
+        raise ValueError(
+            f"mode={mode!r}: backend {name!r} takes no `mode` (torch passes it as a keyword). "
+            "Leave mode out, or ask for backend='inductor'."
+        )
+    return functools.partial(backend, mode=mode)
 
 
 class BackendCompilerFailed(CompileError):

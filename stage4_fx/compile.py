@@ -31,7 +31,7 @@ from stage3_guards import FrameCache, counters
 from stage3_guards.codegen import forget_sources
 
 from . import graph, resume
-from .backends import lookup_backend
+from .backends import lookup_backend, with_mode
 from .breaks import GraphBreak
 from .convert import INSTALLED, CompiledFrame, convert_frame
 from .graph import format_graph
@@ -121,7 +121,14 @@ def make_callback(options: CompileOptions):
     return callback
 
 
-def compile(fn=None, *, backend="eager", fullgraph: bool = False, dynamic: bool | None = None):
+def compile(
+    fn=None,
+    *,
+    backend="eager",
+    fullgraph: bool = False,
+    dynamic: bool | None = None,
+    mode: str | None = None,
+):
     """Compile a function or an nn.Module; also a decorator, with or without arguments.
 
     `backend` is a name (`list_backends()`: ours first, then torch's) or a
@@ -129,9 +136,11 @@ def compile(fn=None, *, backend="eager", fullgraph: bool = False, dynamic: bool 
     the first graph break raises GraphBreakError (where and why) instead of
     splitting the function. `dynamic` is torch's: None makes a size a symbol once it is seen
     to change (automatic dynamic), True makes every size a symbol from the first call, False
-    keeps every size static (but those given to `mark_dynamic`).
+    keeps every size static (but those given to `mark_dynamic`). `mode` is passed to the
+    backend as `backend(gm, example_inputs, mode=mode)`, as torch passes it, unless it is
+    None or "default": `"reduce-overhead"` makes the inductor record CUDA graphs.
     """
-    options = CompileOptions(lookup_backend(backend), fullgraph, dynamic)
+    options = CompileOptions(with_mode(lookup_backend(backend), mode), fullgraph, dynamic)
     if fn is None:
         return functools.partial(_wrap, options=options)
     return _wrap(fn, options)

@@ -264,12 +264,16 @@ class CompiledGraph:
     def compile_part(self, gm: torch.fx.GraphModule, args) -> "CompiledGraph":
         """A forward or backward graph, compiled as any graph; its reasons to run in torch
         are this graph's."""
-        part = type(self)(as_torch_calls(gm), args)
+        part = self.new_graph(as_torch_calls(gm), args)
         for reason in part.torch_reasons:
             self.ran_in_torch(reason)
         part.torch_reasons = self.torch_reasons
         self.parts.append(part)
         return part
+
+    def new_graph(self, gm: torch.fx.GraphModule, args) -> "CompiledGraph":
+        """A graph compiled as this one is (stage 6 passes its mode on)."""
+        return type(self)(gm, args)
 
     def __call__(self, *args):
         if self.scalar_positions and (found := cpu_scalars(args))[1]:  # a GPU's graph

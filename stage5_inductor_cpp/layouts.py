@@ -129,8 +129,10 @@ def conv2d_with_channels_last_weights():
         entry, state = seen.get(id(weight)), _state(weight)
         if entry is None or entry[0]() is not weight:  # first sight (or a reused id)
             entry = seen[id(weight)] = [weakref.ref(weight), None, None]
-        if entry[1] != state:  # new, or changed since the last call: as it is
-            entry[1:] = state, None
+        # A CUDA graph (stage 6's mode="reduce-overhead") replays the copy it was recorded
+        # with and never sees the weight's version again: a recording reads the weight.
+        if entry[1] != state or (weight.is_cuda and torch.cuda.is_current_stream_capturing()):
+            entry[1:] = state, None  # new, changed since the last call, or recorded: as it is
             return torch.conv2d(x, weight, *args, **kwargs)
         if entry[2] is None:  # unchanged since the last call: from now on, its copy
             entry[2] = weight.contiguous(memory_format=torch.channels_last)

@@ -4,10 +4,12 @@ Stage 5 lowers an FX graph to loop-level IR and fuses it; this stage adds a seco
 code generator for that IR: `TritonOverrides` (the op -> Triton table) and a kernel
 template with `XBLOCK`/`RBLOCK` blocks and masks, launched from stage 5's wrapper on
 a grid, with block sizes tuned on first call. CUDA tensors run on the GPU; CPU
-tensors run the same kernels under Triton's interpreter. Read in this order:
-codegen_triton.py (with indexing.py and prelude.py), runtime.py, autotune.py, backend.py,
-frontend.py (`compile(fn)`: stage 4's frontend with the `inductor` backend). The
-`minidynamo` command (tour.py, cli.py) shows all six stages at work on one screen.
+tensors run the same kernels under Triton's interpreter. `mode="reduce-overhead"`
+records each specialisation's launches as a CUDA graph and replays it. Read in this
+order: codegen_triton.py (with indexing.py and prelude.py), runtime.py, autotune.py,
+backend.py, cudagraphs.py, frontend.py (`compile(fn)`: stage 4's frontend with the
+`inductor` backend). The `minidynamo` command (tour.py, cli.py) shows all six stages
+at work on one screen.
 """
 
 import stage4_fx

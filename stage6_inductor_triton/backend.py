@@ -21,6 +21,7 @@ import re
 import torch
 import torch.fx
 
+from stage1_eval_frame.logs import get_logger
 from stage5_inductor_cpp.backend import CompiledCode, CompiledGraph, compile_graph, devices_of
 from stage5_inductor_cpp.scheduler import FusedKernel
 from stage5_inductor_cpp.sizes import text
@@ -28,8 +29,11 @@ from stage5_inductor_cpp.wrapper import WrapperCode, sizes_text
 
 from .autotune import KernelLauncher, configs_for, grid
 from .codegen_triton import TritonUnsupported, generate_source, variants
+from .cudagraphs import CudaGraph, CudaGraphRunner, Rerun
 from .prelude import prelude_for
 from .runtime import load_module, source_path
+
+log = get_logger("kernels")
 
 
 class TritonWrapperCode(WrapperCode):
@@ -119,8 +123,42 @@ def device_of(args) -> torch.device | None:
     return next(iter(devices)) if len(devices) == 1 else None
 
 
+MODES = ("default", "reduce-overhead")  # torch.compile's `mode=`, for the ones we have
+
+
 class TritonCompiledGraph(CompiledGraph):
-    """Stage 5's compiled graph, for tensors on one device: CUDA, or the CPU (interpreted)."""
+    """Stage 5's compiled graph, for tensors on one device: CUDA, or the CPU (interpreted).
+
+    With `mode="reduce-overhead"`, each specialisation's kernels are recorded as a CUDA
+    graph at its second call and replayed after (cudagraphs.py); on the CPU, a stand-in
+    that runs the call again keeps the same rules, for the tests. `cudagraph_reasons` and
+    the log say why a call did not replay."""
+
+    def __init__(self, gm: torch.fx.GraphModule, example_inputs, mode: str = "default"):
+        if mode not in MODES:
+            raise ValueError(
+                f"mode={mode!r}: our inductor has the modes {MODES}. torch's 'max-autotune' "
+                "also tries matmul templates; ours tunes its kernels' blocks in every mode."
+            )
+        self.mode = mode
+        self.cudagraph_reasons: list[str] = []  # why calls ran without a replay
+        super().__init__(gm, example_inputs)
+
+    def no_replay(self, reason: str):
+        """Say why a call ran its kernels without a replay: once per reason."""
+        if reason not in self.cudagraph_reasons:
+            self.cudagraph_reasons.append(reason)
+            log.info("kernels run without a CUDA graph replay: %s", reason)
+
+    def new_graph(self, gm: torch.fx.GraphModule, args) -> "TritonCompiledGraph":
+        return type(self)(gm, args, mode=self.mode)
+
+    def compile_part(self, gm: torch.fx.GraphModule, args) -> CompiledGraph:
+        part = super().compile_part(gm, args)
+        for reason in part.cudagraph_reasons:
+            self.no_replay(reason)
+        part.cudagraph_reasons = self.cudagraph_reasons
+        return part
 
     def device_reason(self, devices: set[torch.device]) -> str | None:
         if not devices:
@@ -135,7 +173,7 @@ class TritonCompiledGraph(CompiledGraph):
     def compile_graph(self, gm: torch.fx.GraphModule, args) -> CompiledCode:
         device = device_of(args) or torch.device("cpu")
         kernels = TritonKernels(device)
-        return compile_graph(
+        code = compile_graph(
             gm,
             args,
             kernels.write,
@@ -144,8 +182,20 @@ class TritonCompiledGraph(CompiledGraph):
             prelude=prelude_for(device.type),
             wrapper=functools.partial(TritonWrapperCode, device=device),
         )
+        if self.mode == "reduce-overhead" and not code.torch_reason:
+            if code.fits is not None:  # inductor records one graph per size; not done here
+                self.no_replay("the kernels take symbolic sizes: not recorded")
+            else:
+                recorder = CudaGraph if device.type == "cuda" else Rerun
+                code.call = CudaGraphRunner(
+                    code.call, code.written_inputs, recorder, self.no_replay
+                )
+        return code
 
 
-def compile_fx(gm: torch.fx.GraphModule, example_inputs) -> TritonCompiledGraph:
+def compile_fx(gm: torch.fx.GraphModule, example_inputs, mode="default") -> TritonCompiledGraph:
     """The backend, for `torch.compile(fn, backend=compile_fx)` or `compile_fx(gm, inputs)`."""
-    return TritonCompiledGraph(gm, example_inputs)
+    return TritonCompiledGraph(gm, example_inputs, mode)
+
+
+compile_fx.modes = MODES

@@ -11,16 +11,26 @@ import torch.fx
 import stage4_fx
 import stage5_inductor_cpp
 
-from .backend import compile_fx
+from .backend import MODES, compile_fx, log
 
 
-def inductor(gm: torch.fx.GraphModule, example_inputs):
-    """The `inductor` backend: Triton for CUDA tensors, stage 5's C++ for CPU tensors."""
+def inductor(gm: torch.fx.GraphModule, example_inputs, mode: str = "default"):
+    """The `inductor` backend: Triton for CUDA tensors, stage 5's C++ for CPU tensors.
+    `mode="reduce-overhead"` records CUDA graphs (cudagraphs.py): of CUDA tensors only,
+    as torch's, which logs "skipping cudagraphs due to cpu device" for the others."""
     if any(isinstance(a, torch.Tensor) and a.is_cuda for a in example_inputs):
-        return compile_fx(gm, example_inputs)
+        return compile_fx(gm, example_inputs, mode)
+    if mode not in MODES:
+        return compile_fx(gm, example_inputs, mode)  # raises: says which modes there are
+    if mode == "reduce-overhead":
+        log.info("mode='reduce-overhead' records CUDA graphs: these C++ kernels run as they are")
     return stage5_inductor_cpp.compile_fx(gm, example_inputs)
 
 
-def compile(fn=None, *, fullgraph: bool = False):
-    """`stage4_fx.compile(fn, backend=inductor)`; also a decorator, with or without arguments."""
-    return stage4_fx.compile(fn, backend=inductor, fullgraph=fullgraph)
+inductor.modes = MODES  # stage 4's `compile(mode=)` checks a mode against these at once
+
+
+def compile(fn=None, *, fullgraph: bool = False, mode: str | None = None):
+    """`stage4_fx.compile(fn, backend=inductor, mode=mode)`; also a decorator, with or
+    without arguments."""
+    return stage4_fx.compile(fn, backend=inductor, fullgraph=fullgraph, mode=mode)

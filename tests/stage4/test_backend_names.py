@@ -246,3 +246,22 @@ def test_aot_eager_runs_a_backward_graph_inside_a_block_unhooked():
         compiled(x).backward()  # autograd calls the backward graph inside the block
     torch.testing.assert_close(x.grad, x.detach().cos() - x.detach() * x.detach().sin())
     assert graphs == []  # the generated graphs' frames were not compiled again
+
+
+def test_stage4_passes_the_mode_to_the_backend_as_torch_does():
+    seen = []
+
+    def backend(gm, example_inputs, **kwargs):
+        seen.append(kwargs)
+        return gm.forward
+
+    x = torch.randn(3)
+    stage4_fx.compile(lambda x: x.sin(), backend=backend)(x)
+    stage4_fx.compile(lambda x: x.cos(), backend=backend, mode="default")(x)
+    stage4_fx.compile(lambda x: x.tan(), backend=backend, mode="reduce-overhead")(x)
+    assert seen == [{}, {}, {"mode": "reduce-overhead"}]
+
+
+def test_a_backend_that_takes_no_mode_is_refused_at_once():
+    with pytest.raises(ValueError, match="takes no `mode`"):
+        stage4_fx.compile(lambda x: x.sin(), backend="eager", mode="reduce-overhead")
