@@ -43,3 +43,34 @@ def test_looped_reduction_folds_each_block(name, device):
 def test_sign(device):
     for args in (torch.randn(6, 8), specials, torch.randint(-3, 4, (5, 7))):  # NaN's sign is 0
         assert check_lowered(torch.sign, args, device=device).last.kernel_names
+
+
+def test_a_recording_per_size(device, monkeypatch):
+    import stage4_fx
+    from stage6_inductor_triton import compile_fx
+    from stage6_inductor_triton.cudagraphs import Recording
+
+    replays = []
+    replay = Recording.replay
+    monkeypatch.setattr(
+        Recording, "replay", lambda self, args: replays.append(1) or replay(self, args)
+    )
+    made = []
+
+    def backend(gm, example_inputs, mode):
+        made.append(compile_fx(gm, example_inputs, mode=mode))
+        return made[-1]
+
+    backend.modes = ("default", "reduce-overhead")
+
+    def fn(x):
+        return x.sin() * 2
+
+    compiled = stage4_fx.compile(fn, backend=backend, mode="reduce-overhead", dynamic=True)
+    for rows in (4, 5, 9) * 3:
+        x = torch.randn(rows, 8, device=device)
+        torch.testing.assert_close(compiled(x), fn(x))
+    (graph,) = made
+    assert graph.symbolic is not None, graph.per_size_reason  # one code for every size
+    assert graph.cudagraph_reasons == []
+    assert len(replays) == 6  # per size: the first call runs as it is, the next two replay
