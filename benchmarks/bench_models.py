@@ -184,16 +184,26 @@ def main() -> int:
                         msg=lambda m, lb=f"{name}, {label}": f"{lb}: {m}",
                     )
             best = best_of(candidates, args, device, options.rounds)
-        summaries = {mode: kernel_summary(made[mode]) for mode in options.modes}
-        reasons[name] = [r for s in summaries.values() for r in s["in_torch"] + s["no_replay"]]
-        for mode in options.modes:
-            row, ratio, times = table_row(name, mode, best, summaries[mode], None)
-            rows.append(row)
-            targets += model_targets(row["workload"], ratio, limit, times, device)
+        lines, met, reasons[name] = model_results(name, options, best, made, None, limit, device)
+        rows += lines
+        targets += met
     what = f"models ({options.size}), inference under no_grad, best of {options.rounds} rounds"
     what += f", modes {', '.join(options.modes)}"
     finish(options, device, "benchmarks/bench_models.py", what, rows, targets, reasons)
     return 0
+
+
+def model_results(name: str, options, best: dict, made: dict, saved, limit, device):
+    """One model's rows (one per mode, printed), its targets, and why some of its graphs
+    ran in torch or some calls did not replay."""
+    summaries = {mode: kernel_summary(made[mode]) for mode in options.modes}
+    why = [r for s in summaries.values() for r in s["in_torch"] + s["no_replay"]]
+    rows, targets = [], []
+    for mode in options.modes:
+        row, ratio, times = table_row(name, mode, best, summaries[mode], saved)
+        rows.append(row)
+        targets += model_targets(row["workload"], ratio, limit, times, device)
+    return rows, targets, why
 
 
 def table_row(name: str, mode: str, best: dict, summary: dict, saved: dict | None):
@@ -333,12 +343,9 @@ def train(options, device) -> int:
             for k, eager_step in enumerate(expected, 1):
                 check_step(name, f"{label}, step {k}", steps[label](*args), eager_step)
         best = best_of(steps, args, device, options.rounds)
-        summaries = {mode: kernel_summary(made[mode]) for mode in options.modes}
-        reasons[name] = [r for s in summaries.values() for r in s["in_torch"] + s["no_replay"]]
-        for mode in options.modes:
-            row, ratio, times = table_row(name, mode, best, summaries[mode], saved)
-            rows.append(row)
-            targets += model_targets(row["workload"], ratio, limit, times, device)
+        lines, met, reasons[name] = model_results(name, options, best, made, saved, limit, device)
+        rows += lines
+        targets += met
     what = f"models ({options.size}), a training step (forward, loss, backward, SGD), "
     what += f"best of {options.rounds} rounds, modes {', '.join(options.modes)}"
     finish(options, device, "benchmarks/bench_models.py --train", what, rows, targets, reasons)
