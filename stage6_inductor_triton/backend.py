@@ -126,6 +126,14 @@ def device_of(args) -> torch.device | None:
 MODES = ("default", "reduce-overhead")  # torch.compile's `mode=`, for the ones we have
 
 
+def check_mode(mode: str):
+    if mode not in MODES:
+        raise ValueError(
+            f"mode={mode!r}: our inductor has the modes {MODES}. torch's 'max-autotune' "
+            "also tries matmul templates; ours tunes its kernels' blocks in every mode."
+        )
+
+
 class TritonCompiledGraph(CompiledGraph):
     """Stage 5's compiled graph, for tensors on one device: CUDA, or the CPU (interpreted).
 
@@ -135,20 +143,17 @@ class TritonCompiledGraph(CompiledGraph):
     the log say why a call did not replay."""
 
     def __init__(self, gm: torch.fx.GraphModule, example_inputs, mode: str = "default"):
-        if mode not in MODES:
-            raise ValueError(
-                f"mode={mode!r}: our inductor has the modes {MODES}. torch's 'max-autotune' "
-                "also tries matmul templates; ours tunes its kernels' blocks in every mode."
-            )
+        check_mode(mode)
         self.mode = mode
-        self.cudagraph_reasons: list[str] = []  # why calls ran without a replay
+        self.cudagraph_reasons: list[str] = []  # why calls did not replay their recording
         super().__init__(gm, example_inputs)
 
     def no_replay(self, reason: str):
-        """Say why a call ran its kernels without a replay: once per reason."""
+        """Say why a call did not replay its recording (it recorded again, or ran as it
+        is): once per reason."""
         if reason not in self.cudagraph_reasons:
             self.cudagraph_reasons.append(reason)
-            log.info("kernels run without a CUDA graph replay: %s", reason)
+            log.info("CUDA graph not replayed: %s", reason)
 
     def new_graph(self, gm: torch.fx.GraphModule, args) -> "TritonCompiledGraph":
         return type(self)(gm, args, mode=self.mode)

@@ -11,7 +11,7 @@ import torch.fx
 import stage4_fx
 import stage5_inductor_cpp
 
-from .backend import MODES, compile_fx, log
+from .backend import MODES, check_mode, compile_fx, log
 
 
 def inductor(gm: torch.fx.GraphModule, example_inputs, mode: str = "default"):
@@ -20,8 +20,7 @@ def inductor(gm: torch.fx.GraphModule, example_inputs, mode: str = "default"):
     as torch's, which logs "skipping cudagraphs due to cpu device" for the others."""
     if any(isinstance(a, torch.Tensor) and a.is_cuda for a in example_inputs):
         return compile_fx(gm, example_inputs, mode)
-    if mode not in MODES:
-        return compile_fx(gm, example_inputs, mode)  # raises: says which modes there are
+    check_mode(mode)
     if mode == "reduce-overhead":
         log.info("mode='reduce-overhead' records CUDA graphs: these C++ kernels run as they are")
     return stage5_inductor_cpp.compile_fx(gm, example_inputs)
