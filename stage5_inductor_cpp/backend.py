@@ -300,7 +300,11 @@ def shares_written_memory(args, written: tuple[int, ...]) -> bool:
     """Whether an input written in place shares memory with another input (`f(x, x[0])`)."""
     if not written:
         return False
-    storages = [a.untyped_storage().data_ptr() for a in args if isinstance(a, torch.Tensor)]
+    storages = [  # 0 for an empty tensor's: it has no memory to share
+        address
+        for a in args
+        if isinstance(a, torch.Tensor) and (address := a.untyped_storage().data_ptr())
+    ]
     if len(set(storages)) == len(storages):  # the usual call: no two inputs share memory
         return False
     # (a count per written input is quadratic: ResNet-50's training forward writes 106 of

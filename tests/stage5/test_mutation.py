@@ -578,6 +578,20 @@ def test_inputs_that_share_memory_run_in_torch():
     ]
 
 
+def test_empty_inputs_share_no_memory():
+    """Empty tensors all have the address 0: they share nothing, and their graph runs
+    its kernels (it ran in torch, "sharing memory", until found by stage 6's property test)."""
+
+    def fn(a, b):
+        a.add_(b)
+        return a * 2
+
+    args = [torch.zeros(1, 0), torch.zeros(1, 0)]
+    compiled = compile_fx(torch.fx.symbolic_trace(fn), args)
+    assert_same_as_eager(compiled, fn, *args)
+    assert compiled.torch_reasons == []
+
+
 class Counter(nn.Module):
     """A module that counts in its own buffer, as BatchNorm's `num_batches_tracked` does."""
 
