@@ -30,6 +30,7 @@ logged and kept in the compiled graph's `cudagraph_reasons`. torch's cudagraph t
 instead let a replay overwrite outputs still held, and raise when one is read.
 """
 
+import threading
 import warnings
 import weakref
 from collections.abc import Callable
@@ -224,8 +225,15 @@ class CudaGraphRunner:
         self.recordings = 0
         self.reason: str | None = None  # why this specialisation never replays
         self.replays = 0
+        self.lock = threading.Lock()
 
     def __call__(self, args):
+        # One call at a time: two threads replaying at once would write the same memory,
+        # and one's outputs must be counted as held before the other's checks.
+        with self.lock:
+            return self.run(args)
+
+    def run(self, args):
         if self.reason is not None:
             return self.call(args)
         if not self.warm:

@@ -56,3 +56,35 @@ def test_threads_compile_distinct_and_shared_functions():
     for thread in threads:
         thread.join()
     assert not errors and not wrong, (errors, wrong)
+
+
+def test_threads_share_one_recording():
+    """mode="reduce-overhead" (the CPU's stand-in recorder): threads calling one compiled
+    graph each keep every result, and every result is its own inputs'."""
+    weight = torch.randn(8, 8)
+
+    def fn(x):
+        return (x @ weight).tanh()
+
+    compiled = stage6_inductor_triton.compile_fx(
+        torch.fx.symbolic_trace(fn), [torch.randn(4, 8)], mode="reduce-overhead"
+    )
+    results, errors = {}, []
+
+    def worker(index):
+        try:
+            inputs = [torch.randn(4, 8) for _ in range(6)]
+            results[index] = [(x, compiled(x)) for x in inputs]
+        except Exception as error:
+            errors.append((index, repr(error)))
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors, errors
+    for pairs in results.values():
+        for x, result in pairs:
+            torch.testing.assert_close(result, fn(x))
+    assert compiled.last.call.replays >= 1
