@@ -42,8 +42,8 @@ from stage1_eval_frame.logs import get_logger
 
 log = get_logger("kernels")
 
-# Recordings made again when an input read in place moves (`module.weight = nn.Parameter(..)`),
-# before the specialisation runs as it is for good (torch: cudagraph_unexpected_rerecord_limit).
+# Recordings a specialisation makes (again when an input read in place moves, or the caller
+# holds an output) before it runs as it is for good (torch: cudagraph_unexpected_rerecord_limit).
 RECORDINGS_LIMIT = 4
 # storage address -> the recording whose output lives there (rule 1: read in place)
 RECORDED_OUTPUTS: "weakref.WeakValueDictionary[int, Recording]" = weakref.WeakValueDictionary()
@@ -216,7 +216,7 @@ class CudaGraphRunner:
 
     def __init__(self, call: Callable, written: tuple[int, ...], recorder: type, on_skip):
         self.call, self.written, self.recorder = call, written, recorder
-        self.on_skip = on_skip  # told why a call ran its kernels without a replay
+        self.on_skip = on_skip  # told why a call did not replay its recording
         self.warm = False
         self.seen: dict[int, tuple] = {}  # input -> (weakref, address) at the last call
         self.demoted: set[int] = set()  # inputs passed again that moved: copied from now on
