@@ -40,6 +40,8 @@ import torch.utils._pytree as pytree
 
 from stage1_eval_frame.logs import get_logger
 
+from .autotune import is_tensor
+
 log = get_logger("kernels")
 
 # Recordings a specialisation makes (again when an input read in place moves, or the caller
@@ -88,8 +90,8 @@ class CudaGraph:
             generator.graphsafe_set_state(generator.clone_state())  # out of capture mode
             raise CannotRecord(f"CUDA refused to record it: {error}") from error
 
-    def replay(self, inputs: list):
-        self.graph.replay()  # the inputs are where the recording read them
+    def replay(self, inputs_of: Callable, args: list):
+        self.graph.replay()  # the inputs are where the recording read them: none to gather
 
 
 def set_sync_debug_mode(mode):
@@ -109,10 +111,10 @@ class Rerun:
         self.call = call
         self.outputs = call(inputs)
 
-    def replay(self, inputs: list):
-        fresh = pytree.tree_leaves(self.call(inputs))
+    def replay(self, inputs_of: Callable, args: list):
+        fresh = pytree.tree_leaves(self.call(inputs_of(args)))
         for static, new in zip(pytree.tree_leaves(self.outputs), fresh, strict=True):
-            if isinstance(static, torch.Tensor):
+            if is_tensor(static):
                 static.copy_(new)
 
 
@@ -184,14 +186,14 @@ class Recording:
 
     def replay(self, args):
         self.copy_in(args)
-        self.recorded.replay(self.inputs(args))
+        self.recorded.replay(self.inputs, args)
         if self.written:  # the caller's tensors, as the kernels wrote them (their buffers)
             for i, n in self.written:
                 if n is not None:
                     span(args[i]).copy_(self.buffers[n])
             torch.autograd.graph.increment_version(tuple(args[i] for i, _ in self.written))
         outputs = [
-            self.output(j, out, args) if isinstance(out, torch.Tensor) else out
+            self.output(j, out, args) if is_tensor(out) else out
             for j, out in enumerate(self.outputs)
         ]
         return pytree.tree_unflatten(outputs, self.spec)
@@ -298,10 +300,6 @@ class CudaGraphRunner:
             return self.run_as_is(self.reason, args)
         self.replays += 1
         return self.recording.replay(args)
-
-
-def is_tensor(value) -> bool:
-    return isinstance(value, torch.Tensor)
 
 
 def identities(args) -> dict[int, tuple]:

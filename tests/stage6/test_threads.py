@@ -50,12 +50,17 @@ def test_threads_compile_distinct_and_shared_functions():
         except Exception as error:  # the test reports every thread's error, not the first
             errors.append((index, repr(error)))
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(8)]
+    run_threads(worker, 8)
+    assert not errors and not wrong, (errors, wrong)
+
+
+def run_threads(worker, count: int):
+    """`worker(i)` in `count` threads at once, until all end."""
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(count)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert not errors and not wrong, (errors, wrong)
 
 
 def test_threads_share_one_recording():
@@ -78,11 +83,7 @@ def test_threads_share_one_recording():
         except Exception as error:
             errors.append((index, repr(error)))
 
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    run_threads(worker, 4)
     assert not errors, errors
     for pairs in results.values():
         for x, result in pairs:

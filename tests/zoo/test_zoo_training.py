@@ -51,6 +51,17 @@ def compiled_keeping_graphs(model):
     return stage4_fx.compile(model, backend=backend), made
 
 
+def training_copies(name: str):
+    """The zoo's tiny `name` in training mode with its dropout off, its arguments, and a copy
+    of it for eager."""
+    model, args = ZOO[name]("tiny")
+    model.train()
+    for module in model.modules():
+        if isinstance(module, torch.nn.Dropout):
+            module.p = 0.0
+    return model, args, copy.deepcopy(model)
+
+
 def same_gradients(model, eager, tolerance=1e-4):
     for (what, ours), theirs in zip(model.named_parameters(), eager.parameters(), strict=True):
         if theirs.grad is None:
@@ -61,12 +72,7 @@ def same_gradients(model, eager, tolerance=1e-4):
 
 @pytest.mark.parametrize("name", ["resnet18", "nanogpt_block", "bert", "gpt2"])
 def test_a_training_step_equals_eager(name):
-    model, args = ZOO[name]("tiny")
-    model.train()
-    for module in model.modules():
-        if isinstance(module, torch.nn.Dropout):
-            module.p = 0.0
-    eager = copy.deepcopy(model)
+    model, args, eager = training_copies(name)
     compiled, made = compiled_keeping_graphs(model)
     steps = [torch.optim.SGD(m.parameters(), lr=1e-3) for m in (model, eager)]
     for _ in range(STEPS.get(name, 2)):
@@ -94,12 +100,7 @@ def test_replayed_training_steps_equal_eager(name):
     from stage6_inductor_triton import compile_fx as triton_compile_fx
     from stage6_inductor_triton.cudagraphs import CudaGraphRunner
 
-    model, args = ZOO[name]("tiny")
-    model.train()
-    for module in model.modules():
-        if isinstance(module, torch.nn.Dropout):
-            module.p = 0.0
-    eager = copy.deepcopy(model)
+    model, args, eager = training_copies(name)
     made = []
 
     def backend(gm, example_inputs, mode):
