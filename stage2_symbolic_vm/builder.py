@@ -62,13 +62,35 @@ DICT_TYPES = (dict, collections.OrderedDict, collections.defaultdict, types.Mapp
 
 
 def wrap(tx, value, source):
-    """The Variable for an outside `value` found at `source`; one Variable per source."""
+    """The Variable for an outside `value` found at `source`: one Variable per source, and
+    one per object whose identity the code can observe, however many paths reach it."""
     if source is None:
         return wrap_new(tx, value, None)
     cache = tx.wrapped
-    if source not in cache:
-        cache[source] = wrap_new(tx, value, source)
-    return cache[source]
+    if source in cache:
+        return cache[source]
+    tracked = has_identity(value)
+    var = tx.side_effects.variable_of(value, source) if tracked else None
+    if var is None:
+        var = wrap_new(tx, value, source)
+        if tracked and var.source == source:  # not a stand-in with a source of its own
+            tx.side_effects.track(value, var)
+    cache[source] = var
+    return var
+
+
+# The objects whose identity a program can observe: it changes them in place, or a change
+# through one path must show through another. Tuples, strings and numbers cannot change;
+# functions and classes are guarded by what they are.
+MUTABLE_TYPES = (list, set, *DICT_TYPES[:-1])  # not a mappingproxy: it is read-only
+
+
+def has_identity(value) -> bool:
+    if type(value) in MUTABLE_TYPES or isinstance(value, (torch.Tensor, torch.nn.Module)):
+        return True
+    if isinstance(value, (type, tuple)) or is_constant_value(value):  # a namedtuple, an enum
+        return False
+    return is_python_class(type(value))
 
 
 def wrap_new(tx, value, source):

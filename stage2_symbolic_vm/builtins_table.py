@@ -234,6 +234,9 @@ def zip_(tx, *iterables, strict=None):
 
 def next_(tx, iterator, *default):
     if not isinstance(iterator, IteratorVariable):
+        if isinstance(iterator, ObjectVariable) and hasattr(iterator.python_type(), "__next__"):
+            # an iterator from outside that the VM does not model (a list_iterator argument)
+            raise Unsupported("untraceable_call", f"next() of an iterator from outside: {iterator}")
         raise ObservedException(TypeError(f"{iterator} is not an iterator"))
     item = iterator.next_item(tx)
     if item is None and not default:

@@ -31,16 +31,79 @@ class AttributeStore:
 
 
 class SideEffects:
-    """The changes of one trace to outside objects, shared by every frame of the VM."""
+    """The changes of one trace to outside objects, shared by every frame of the VM.
 
-    def __init__(self):
+    It also keeps the one Variable of each outside object whose identity the code can
+    observe (a list, a dict, a set, an object of a user class, a module, a tensor), however
+    the code reached it (torch/_dynamo/side_effects.py: `id_to_variable`). A list the frame
+    holds as local `acc` and as the `__self__` of `acc.append` on the stack is one list: a
+    resume function gets both, and an append through one must be seen through the other
+    and written back once. The trace relies on that sharing ("alias"), and on two objects
+    it kept apart staying apart when it changed one of them ("distinct"): both are guarded.
+    """
+
+    def __init__(self, trace=None):
+        self.trace = trace  # where the "alias" and "distinct" assumptions go
         self.stores: dict[tuple[int, str], AttributeStore] = {}
         self.containers: dict[int, object] = {}  # id -> a list/dict/set Variable with a source
+        self.objects: dict[int, tuple[object, object]] = {}  # id(obj) -> (obj, its Variable)
+        self.types: dict[int, type] = {}  # id of a tracked Variable -> the type of its object
+        self.changed: dict[int, object] = {}  # id -> a tracked Variable the trace changed
 
     def __bool__(self):
         return bool(self.stores or self.containers)
 
+    # --- one Variable per outside object ---------------------------------------------------
+
+    def variable_of(self, obj, source):
+        """The Variable already made for `obj` (reached now through `source`), or None."""
+        found = self.objects.get(id(obj))
+        if found is None or found[0] is not obj:
+            return None
+        var = found[1]
+        if source != var.source:
+            self.trace.assume("alias", source, var.source)
+        return var
+
+    def track(self, obj, var):
+        """`var` is the one Variable of `obj`, an object read from outside through var.source."""
+        self.objects[id(obj)] = (obj, var)
+        self.types[id(var)] = type(obj)
+        for changed in list(self.changed.values()):
+            self.keep_apart(changed, var)
+
+    def same_object(self, a, b) -> bool | None:
+        """`a is b` for two tracked Variables: one Variable per object, so the answer is
+        whether they are one Variable, and "distinct" is guarded when they are not. None
+        when either is not a tracked object from outside."""
+        if id(a) not in self.types or id(b) not in self.types:
+            return None
+        if a is not b:
+            self.assume_distinct(a, b)
+        return a is b
+
+    def note_change(self, var):
+        """The trace changes `var` (a list's items, an object's attribute): if a later call
+        passed one object where this trace saw two, one change would hide the other."""
+        if id(var) not in self.types or id(var) in self.changed:
+            return
+        self.changed[id(var)] = var
+        for _, other in list(self.objects.values()):
+            self.keep_apart(var, other)
+
+    def keep_apart(self, changed, other):
+        """Objects of one type can be one object on a later call: assume they are not."""
+        if other is not changed and self.types[id(other)] is self.types[id(changed)]:
+            self.assume_distinct(changed, other)
+
+    def assume_distinct(self, a, b):
+        first, second = sorted((a.source, b.source), key=lambda source: source.name())
+        self.trace.assume("distinct", first, second)  # in one order: one guard per pair
+
+    # --- the changes -----------------------------------------------------------------------
+
     def store_attr(self, obj, name: str, value, generic: bool = False):
+        self.note_change(obj)
         key = (id(obj), name)
         self.stores.pop(key, None)  # the last store goes last
         self.stores[key] = AttributeStore(obj, name, value, generic)
@@ -63,6 +126,7 @@ class SideEffects:
         return ", ".join(changed)
 
     def mutate(self, container):
+        self.note_change(container)
         self.containers.setdefault(id(container), container)
 
     def codegen(self, cg):

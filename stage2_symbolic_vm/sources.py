@@ -203,10 +203,14 @@ class Assumption:
     the class's, or that the code found missing), "module_hooks" (a module
     still has no hooks), and the global state "grad_mode", "inference_mode",
     "default_dtype", "default_device" and "autocast" (`source` is None for those).
+    Two kinds relate two sources (`other`): "alias" (both paths reach one object, which
+    the trace gave one Variable) and "distinct" (two objects the trace kept apart: one
+    was changed, or the code asked `a is b`).
     """
 
     kind: str
     source: Source | None = None
+    other: Source | None = None
 
     KINDS = (
         "type",
@@ -217,6 +221,8 @@ class Assumption:
         "length",
         "dict_keys",
         "absent",
+        "alias",
+        "distinct",
         "module_hooks",
         "grad_mode",
         "inference_mode",

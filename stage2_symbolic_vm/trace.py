@@ -69,9 +69,9 @@ class Trace:
         self.nodes.append(node)
         return node
 
-    def assume(self, kind: str, source: Source | None = None) -> None:
+    def assume(self, kind: str, source: Source | None = None, other: Source | None = None):
         """Record that the trace relies on a fact about `source` (see `Assumption`)."""
-        self.assumptions.setdefault(Assumption(kind, source), None)
+        self.assumptions.setdefault(Assumption(kind, source, other), None)
 
     def __str__(self):
         lines = [str(n) for n in self.nodes]

@@ -179,7 +179,7 @@ class InstructionTranslator(Building, Calls, ControlFlow):
         self.kw_names = ()
         self.depth = parent.depth + 1 if parent else 0
         self.wrapped = parent.wrapped if parent else {}  # source -> Variable, shared by all frames
-        self.side_effects = parent.side_effects if parent else SideEffects()
+        self.side_effects = parent.side_effects if parent else SideEffects(trace)
         # id of a cell from outside -> (the cell, its one CellVariable), shared by all frames:
         # a cell reached by two paths (a free variable, and a closure of a function) is one.
         self.outside_cells = parent.outside_cells if parent else {}
@@ -567,7 +567,10 @@ class InstructionTranslator(Building, Calls, ControlFlow):
     def IS_OP(self, inst):
         b = self.pop()
         a = self.pop()
-        self.push(ConstantVariable(operators.is_same(a, b) != bool(inst.arg)))
+        same = self.side_effects.same_object(a, b)  # two objects from outside: guarded
+        if same is None:
+            same = operators.is_same(a, b)
+        self.push(ConstantVariable(same != bool(inst.arg)))
 
     def CONTAINS_OP(self, inst):
         container = self.pop()

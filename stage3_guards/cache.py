@@ -18,12 +18,14 @@ torch keeps this list in the code object's "extra" slot, walked in C
 """
 
 import functools
+import inspect
 import os
 import threading
+import types
 import warnings
 from dataclasses import dataclass, field, fields
 
-from stage1_eval_frame import SKIP, call_unhooked
+from stage1_eval_frame import SKIP, call_unhooked, skip_code
 from stage1_eval_frame.logs import get_logger
 from stage2_symbolic_vm import shapes
 from stage2_symbolic_vm.errors import Unsupported
@@ -32,7 +34,7 @@ from stage2_symbolic_vm.trace import Trace
 
 from .guard_function import GuardFunction, failure_reason
 from .guards import GuardError
-from .replay import Replay
+from .replay import Replay, argument_names
 
 frames_log = get_logger("frames")
 guards_log = get_logger("guards")
@@ -73,6 +75,11 @@ class CompilerWarning(UserWarning):
     """A frame runs eagerly because the compiler itself failed on it (a bug, not a limit)."""
 
 
+class DivergenceError(AssertionError):
+    """The VM said the code raises an exception, and eager did something else: a bug of ours,
+    raised in strict mode (a CompilerWarning otherwise)."""
+
+
 @dataclass
 class Counters:
     """What the JIT did, for tests and for users (torch has `torch._dynamo.utils.counters`)."""
@@ -84,6 +91,7 @@ class Counters:
     eager: int = 0  # calls the cache ran eagerly (could not compile, or the limit); a frame
     # marked SKIP for good is counted once: its later calls do not reach the cache
     skipped: int = 0  # frames found to have nothing to compile, which run as they are
+    diverged: int = 0  # eager runs that did not raise what the VM said the code raises
 
     def reset(self):
         for f in fields(self):
@@ -119,11 +127,13 @@ class CacheEntry:
 class FrameCache:
     """The entries of one code object, and the decision to compile, recompile or give up."""
 
-    def __init__(self, code, compile_entry, dynamic: bool | None = None):
+    def __init__(self, code, compile_entry, dynamic: bool | None = None, fullgraph=False):
         self.code = code
         self.compile_entry = compile_entry  # frame -> CacheEntry; raises if it cannot
         self.dynamic = dynamic  # torch.compile's `dynamic=`: None automatic, True, False
+        self.fullgraph = fullgraph  # never run the frame eagerly: raise instead
         self.lock = threading.Lock()  # one compile at a time; lookups never wait
+        self.plain_code = None  # the frame's code, marked for the hook to let run (checked_run)
         self.clear()
 
     def clear(self):
@@ -187,7 +197,7 @@ class FrameCache:
                     )
             except Exception as error:
                 self.log_recompile(policy)
-                return self.run_eagerly(error)
+                return self.run_eagerly(error, frame)
             self.log_recompile(policy)
             counters.compiled += 1
             self.entries = [entry, *self.entries]
@@ -202,6 +212,11 @@ class FrameCache:
         self.recompile_reasons.append(reason)
         if len(self.entries) >= config.recompile_limit:
             self.eager_reason = f"hit the recompile limit ({config.recompile_limit})"
+            if self.fullgraph:  # torch raises FailOnRecompileLimitHit for one_graph too
+                raise CompileError(
+                    f"fullgraph=True, but {self.describe()} {self.eager_reason}: its calls "
+                    f"would run eagerly. Last reason: {reason}"
+                )
             recompiles_log.warning(
                 "%s: %s; it runs eagerly from now on.\n   last reason: %s\n"
                 "   To see every recompile reason: MINIDYNAMO_LOGS=recompiles. "
@@ -232,16 +247,17 @@ class FrameCache:
         self.recompile_reasons[-1] = reason
         recompiles_log.info("recompiling %s: %s", self.describe(), reason)
 
-    def run_eagerly(self, error: Exception):
+    def run_eagerly(self, error: Exception, frame):
         """The compiler could not handle this call: run the frame as it is, and say why.
 
         Most of the VM's `Unsupported` stops are properties of the code (a
         branch on a tensor's value, an unsupported call), so the frame runs
         eagerly from then on; an error of the operation itself ("eager_error":
         a shape mismatch) concerns this call only, and eager will raise the
-        user's error. A `CompileError` is for the user: the call raises it. Any
-        other exception is a bug of the compiler: strict mode raises it, otherwise
-        the user gets one warning and the frame runs eagerly from then on.
+        user's error: it runs checked (`checked_run`). A `CompileError` is for the
+        user: the call raises it. Any other exception is a bug of the compiler: strict
+        mode raises it, otherwise the user gets one warning and the frame runs eagerly
+        from then on.
         """
         if isinstance(error, (CompileError, shapes.ConstraintViolationError)):
             raise error
@@ -253,7 +269,7 @@ class FrameCache:
         counters.eager += 1
         if isinstance(error, Unsupported) and error.kind == "eager_error":
             frames_log.info("%s runs eagerly this time: %s", self.describe(), error.reason)
-            return None
+            return self.checked_run(frame, error.exception)
         if isinstance(error, (Unsupported, GuardError)):
             self.eager_reason = f"cannot be captured whole: {error}".splitlines()[0]
             frames_log.info("%s runs eagerly from now on: %s", self.describe(), self.eager_reason)
@@ -272,6 +288,50 @@ class FrameCache:
         )
         return None
 
+    def checked_run(self, frame, predicted: BaseException):
+        """Run the frame eagerly, and check that it raises what the VM said it raises.
+
+        The VM decided that the code raises `predicted` (a shape mismatch, a
+        `raise`, a TypeError of `set | tuple`). If eager returns instead, or raises
+        another type, the VM models Python or torch wrongly: a wrong answer
+        hidden behind a fallback. The user still gets eager's result; the bug is
+        raised in strict mode, else warned about and counted (`counters.diverged`).
+        """
+        if self.plain_code is None:  # a copy the hook lets run: it is this very frame
+            self.plain_code = self.code.replace()
+            skip_code(self.plain_code)
+        function = types.FunctionType(
+            self.plain_code, frame.globals, self.code.co_name, None, frame.function.__closure__
+        )
+
+        def run(*slots):
+            args, kwargs = call_arguments(self.code, list(slots))
+            try:
+                result = function(*args, **kwargs)
+            except BaseException as raised:
+                if type(raised) is not type(predicted):
+                    self.diverged(predicted, f"raises {type(raised).__name__}: {raised}")
+                raise
+            self.diverged(predicted, "returns")
+            return result
+
+        skip_code(run.__code__)
+        return run
+
+    def diverged(self, predicted: BaseException, what_eager_did: str):
+        counters.diverged += 1
+        message = (
+            f"minidynamo's VM said that {self.code.co_qualname} raises "
+            f"{type(predicted).__name__}: {predicted}, but eager {what_eager_did}. This is a "
+            "bug of minidynamo (the result is eager's)."
+        )
+        if config.strict:
+            raise DivergenceError(message)
+        frames_log.info("%s", message)
+        warnings.warn_explicit(
+            message, CompilerWarning, self.code.co_filename, self.code.co_firstlineno
+        )
+
     def log_new_entry(self, entry: CacheEntry):
         if guards_log.isEnabledFor(20):  # INFO: printing guards is not free
             lines = "\n".join(f"  {guard}" for guard in entry.guards.guards)
@@ -280,3 +340,19 @@ class FrameCache:
 
     def describe(self) -> str:
         return f"{self.code.co_name} ({self.code.co_filename}:{self.code.co_firstlineno})"
+
+
+def call_arguments(code, slots: list) -> tuple[list, dict]:
+    """A frame's argument slots as the arguments of a call of its function: positional ones,
+    keyword-only ones by name, then the `*args` tuple and `**kwargs` dict spread out."""
+    names = argument_names(code)
+    positional = code.co_argcount
+    keyword_only = positional + code.co_kwonlyargcount
+    args = slots[:positional]
+    kwargs = dict(zip(names[positional:keyword_only], slots[positional:keyword_only], strict=True))
+    rest = slots[keyword_only:]
+    if code.co_flags & inspect.CO_VARARGS:
+        args = [*args, *rest.pop(0)]
+    if code.co_flags & inspect.CO_VARKEYWORDS:
+        kwargs.update(rest.pop(0))
+    return args, kwargs

@@ -99,6 +99,8 @@ class Guard:
                 actual = f"{type(error).__name__}: {error}"
             if self.kind == "SHAPE_ENV":  # a relation: "L['x'].size()[0] >= 2 failed: ... = 1"
                 return f"{check.code} failed: {actual}"
+            if self.kind in ("ALIAS", "DISTINCT"):  # a relation of two objects: said whole
+                return check.what
             where = f" of {self.source.describe()}" if self.source is not None else ""
             expected = check.show(check.expected)
             return f"{check.what}{where} changed: expected {expected}, got {actual}"
@@ -422,6 +424,24 @@ def absent(source: Source, value, names: Names) -> Guard:
     return Guard("ABSENT", source, f"{key!r} not present", (check,), names.objects)
 
 
+def alias(source: Source, value, names: Names, other: Source) -> Guard:
+    """Two paths to one object, which the trace gave one Variable (a list held as a local and
+    as the `__self__` of a method on the stack): a change through one showed through both."""
+    expr, same = source.name(), other.name()
+    what = f"{source.describe()} and {other.describe()} are two objects now, one before"
+    check = Check(f"{expr} is {same}", what, None, "None")
+    return Guard("ALIAS", source, f"is {same}", (check,), names.objects)
+
+
+def distinct(source: Source, value, names: Names, other: Source) -> Guard:
+    """Two objects the trace kept apart (it changed one, or asked `a is b`): passed as one
+    object, a change through one path would show through the other."""
+    expr, apart = source.name(), other.name()
+    what = f"{source.describe()} and {other.describe()} are one object now, two before"
+    check = Check(f"{expr} is not {apart}", what, None, "None")
+    return Guard("DISTINCT", source, f"is not {apart}", (check,), names.objects)
+
+
 def grad_mode(source: None, value, names: Names) -> Guard:
     enabled = torch.is_grad_enabled()
     code = f"{names(torch)}.is_grad_enabled() is {enabled}"
@@ -477,6 +497,8 @@ GUARD_BUILDERS = {
     "length": length_check,
     "dict_keys": dict_keys_match,
     "absent": absent,
+    "alias": alias,
+    "distinct": distinct,
     "module_hooks": module_hooks,
     "grad_mode": grad_mode,
     "inference_mode": inference_mode,
@@ -489,7 +511,8 @@ assert set(GUARD_BUILDERS) == set(Assumption.KINDS), "every assumption kind need
 # Checks of a value's shape (type, identity) come before checks that use it, so
 # `len(L['xs'])` only runs once `L['xs']` is known to be a list again.
 _ORDER = {"type": 0, "id": 0, "function": 0, "tensor": 1, "constant": 1, "length": 2}
-_ORDER |= {"dict_keys": 2, "absent": 2, "module_hooks": 2}
+_ORDER |= {"dict_keys": 2, "absent": 2, "module_hooks": 2, "alias": 3, "distinct": 3}
+PAIR_KINDS = ("alias", "distinct")  # their builders take the other source too
 
 
 def build_guards(assumptions, L: dict, G: dict, F=None, shapes=None) -> list[Guard]:
@@ -507,12 +530,13 @@ def build_guards(assumptions, L: dict, G: dict, F=None, shapes=None) -> list[Gua
         if assumption.kind == "type" and assumption.source in tensors:
             continue  # TENSOR_MATCH checks the type already
         source = assumption.source
-        readable = source is not None and assumption.kind != "absent"
+        readable = source is not None and assumption.kind not in ("absent", *PAIR_KINDS)
         value = source.get(L, G, F) if readable else None
         if assumption.kind == "tensor" and source in symbolic:
             guards.append(symbolic_tensor_match(source, value, names, symbolic[source], shapes.env))
             continue
-        guards.append(GUARD_BUILDERS[assumption.kind](source, value, names))
+        pair = (assumption.other,) if assumption.kind in PAIR_KINDS else ()
+        guards.append(GUARD_BUILDERS[assumption.kind](source, value, names, *pair))
     shape_guard = shape_env_guard(shapes)
     return guards if shape_guard is None else [*guards, shape_guard]
 
@@ -520,7 +544,10 @@ def build_guards(assumptions, L: dict, G: dict, F=None, shapes=None) -> list[Gua
 def _check_order(assumption: Assumption):
     if assumption.source is None:
         return (-1, 0)  # global state first: cheapest, and it fails the most often
-    return (_depth(assumption.source), _ORDER[assumption.kind])
+    depth = _depth(assumption.source)
+    if assumption.other is not None:  # after the checks of both objects' paths
+        depth = max(depth, _depth(assumption.other))
+    return (depth, _ORDER[assumption.kind])
 
 
 def _depth(source: Source) -> int:

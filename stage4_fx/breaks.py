@@ -113,9 +113,21 @@ def frame_runs_eagerly(kind: str, reason: str, cause: GraphBreak) -> GraphBreak:
     return GraphBreak(kind, text, cause.function, cause.filename, cause.lineno, eager_frame=True)
 
 
+# What `fullgraph=True` found instead of one graph, by kind; any other kind is a break.
+FULLGRAPH_FAILURES = {
+    "eager_error": "the function raises an exception it does not catch (torch: 'Observed "
+    "exception')",
+    "compiler_error": "minidynamo failed on the function (a bug of minidynamo)",
+    "unguardable_value": "the trace relies on a value no guard can check",
+    "unreconstructable_value": "the new code cannot rebuild the function's result",
+}
+
+
 class GraphBreakError(CompileError):
-    """`fullgraph=True` and the function has a graph break: say which, where, and why."""
+    """`fullgraph=True` and the function cannot be one graph (a break, an exception it raises,
+    a failure of ours): say which, where, and why. It never runs eagerly instead."""
 
     def __init__(self, graph_break: GraphBreak):
-        super().__init__(f"fullgraph=True, but the function has a graph break: {graph_break}")
+        found = FULLGRAPH_FAILURES.get(graph_break.kind, "the function has a graph break")
+        super().__init__(f"fullgraph=True, but {found}: {graph_break}")
         self.graph_break = graph_break

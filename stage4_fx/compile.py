@@ -114,7 +114,7 @@ def make_callback(options: CompileOptions):
             if not is_user_code(frame.code) and frame.code not in options.entry_codes:
                 return SKIP  # never compiled: not shown to this callback again
             convert = functools.partial(convert_frame, options=options)
-            cache = FrameCache(frame.code, convert, options.dynamic)
+            cache = FrameCache(frame.code, convert, options.dynamic, options.fullgraph)
             options.caches[frame.code] = cache
         return cache.lookup(frame)
 

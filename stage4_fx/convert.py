@@ -147,19 +147,27 @@ def stop_at_root(frame, error: Unsupported, visits: dict) -> Unsupported:
 
 def convert_frame(frame, options) -> CompiledFrame:
     """Compile one frame (a cache miss). Raises Unsupported when it must run eagerly, and
-    any other error (a bug of ours) after recording it, for explain() and the logs."""
+    any other error (a bug of ours) after recording it, for explain() and the logs. With
+    `fullgraph=True` nothing runs eagerly: every one of these is a CompileError that names
+    the frame (torch raises `Unsupported` there too)."""
+    code = frame.code
     try:
         return convert_frame_or_raise(frame, options)
-    except (Unsupported, CompileError, SkipFrame, shapes.ConstraintViolationError):
+    except (CompileError, SkipFrame, shapes.ConstraintViolationError):
+        raise
+    except Unsupported as error:
+        if options.fullgraph:  # a break the VM found, an error it saw, a result not rebuilt
+            raise breaks.GraphBreakError(breaks.from_unsupported(error, code)) from error
         raise
     except Exception as error:
-        code = frame.code
         kind = "unguardable_value" if isinstance(error, GuardError) else "compiler_error"
         reason = str(error) if isinstance(error, GuardError) else f"{type(error).__name__}: {error}"
         cause = breaks.GraphBreak(
             kind, reason, code.co_qualname, code.co_filename, code.co_firstlineno, eager_frame=True
         )
         options.record_break(code, cause)
+        if options.fullgraph:
+            raise breaks.GraphBreakError(cause) from error
         raise
 
 
@@ -210,13 +218,13 @@ def nothing_to_compile(frame, options, tx) -> bool:
 def convert_break(frame, options, error, visits) -> CompiledFrame:
     code = frame.code
     graph_break = breaks.from_unsupported(error, code)
+    if options.fullgraph:  # the cache would run the frame eagerly; the callback raises this
+        raise breaks.GraphBreakError(graph_break) from error
     if error.kind == "eager_error" or error.state is None:
-        # The user's own error: eager raises it (stage 3 runs this call eagerly). Said, not
-        # silent: if the VM were wrong about the error, explain() would show it here.
+        # The user's own error: eager raises it (stage 3 runs this call eagerly, and checks
+        # that it does raise it). Said, not silent: explain() shows it here.
         options.record_break(code, dataclasses.replace(graph_break, eager_frame=True))
         raise error
-    if options.fullgraph:  # the cache will run the frame eagerly; the callback raises this instead
-        raise breaks.GraphBreakError(graph_break)
     if len(error.frames) > 1:
         error = stop_at_root(frame, error, visits)
     try:

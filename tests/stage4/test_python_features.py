@@ -2149,7 +2149,6 @@ def test_instance_attribute_shadows_a_class_attribute():
     assert_same_as_eager(lambda x: opt(x, shadowed), lambda x: fn(x, shadowed), X)
 
 
-@xfail("`a is b` on two object arguments pins both by id", "the second call recompiled")
 def test_identity_of_two_object_arguments():
     def fn(x, a, b):
         return x * 2 if a is b else x + 1
@@ -2157,7 +2156,6 @@ def test_identity_of_two_object_arguments():
     check(fn, X, Plain(), Plain())
 
 
-@xfail("`x is y` between two input tensors is a graph break", "`is` between two input tensors")
 def test_identity_of_two_tensor_arguments():
     def fn(x, y):
         return x * 2 if x is y else x + y
