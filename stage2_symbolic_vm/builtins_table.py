@@ -70,8 +70,8 @@ class BuiltinVariable(Variable):
         return self.fn
 
     def get_attr(self, tx, name):
-        if (self.fn, name) in CLASS_METHODS or (
-            isinstance(self.fn, type) and isinstance(getattr(self.fn, name, None), SLOT_TYPES)
+        if isinstance(self.fn, type) and isinstance(
+            inspect.getattr_static(self.fn, name, None), METHOD_TYPES
         ):
             return BoundMethodVariable(self, name)
         if name in ("__name__", "__qualname__", "__module__"):
@@ -81,10 +81,14 @@ class BuiltinVariable(Variable):
         raise Unsupported("unsupported_value", f"attribute {name!r} of {self.fn!r}")
 
     def call_method(self, tx, name, args, kwargs):
-        """`dict.fromkeys(...)`, `str.join(sep, parts)`: a class method, or a method called
-        through its class with the object first."""
-        if (self.fn, name) in CLASS_METHODS:
-            return CLASS_METHODS[self.fn, name](tx, *args, **kwargs)
+        """`dict.fromkeys(...)`, `str.join(sep, parts)`: a class method, given the class it was
+        called through (`defaultdict.fromkeys` makes a defaultdict), or a method called through
+        its class with the object first."""
+        handler = class_method(self.fn, name)
+        if handler is not None:
+            return handler(tx, self, *args, **kwargs)
+        if isinstance(inspect.getattr_static(self.fn, name, None), types.ClassMethodDescriptorType):
+            return self.fold_class_method(tx, name, args, kwargs)
         if not args:
             raise ObservedException(TypeError(f"{self.fn.__name__}.{name}() needs an object"))
         slot = getattr(self.fn, name, None)
@@ -92,6 +96,16 @@ class BuiltinVariable(Variable):
             # `object.__setattr__(self, k, v)`: the builtin's own behaviour, not the class's
             return BuiltinSlotVariable(slot, args[0]).call(tx, args[1:], kwargs)
         return args[0].call_method(tx, name, args[1:], kwargs)
+
+    def fold_class_method(self, tx, name, args, kwargs):
+        """`int.from_bytes(data, "big")`, `float.fromhex(s)`: a class method of a builtin
+        class that the table does not model makes a new value from its arguments alone, so on
+        constants it is called now."""
+        if not all(a.is_python_constant() for a in [*args, *kwargs.values()]):
+            raise Unsupported("untraceable_call", f"`{self.fn.__name__}.{name}` of non-constants")
+        args, kwargs = constant_args(args, kwargs)
+        method = getattr(self.fn, name)
+        return tx.wrap_constant_result(tx.run_python(method, *args, **kwargs), name)
 
     def call(self, tx, args, kwargs):
         handler = HANDLERS.get(self.fn)
@@ -269,15 +283,14 @@ def default_dict(tx, factory=None, *args, **kwargs):
     return result
 
 
-def fromkeys(dict_type):
-    def make(tx, keys, value=None):
-        value = value if value is not None else ConstantVariable(None)
-        result = DictVariable({}, dict_type=dict_type)
-        for key in keys.unpack(tx):
-            result.setitem(tx, key, value)
-        return result
-
-    return make
+def fromkeys(tx, cls, keys, value=None):
+    """`cls.fromkeys(keys, value)`, as CPython's `dict.fromkeys`: `cls()`, then each key set
+    through the new object's own `__setitem__` (a subclass's runs)."""
+    value = value if value is not None else ConstantVariable(None)
+    result = cls.call(tx, [], {})
+    for key in keys.unpack(tx):
+        result.setitem(tx, key, value)
+    return result
 
 
 def sum_(tx, iterable, start=None):
@@ -504,16 +517,30 @@ HANDLERS = {
     **ITERTOOLS,
 }
 
-# Methods of builtin classes called on the class: `dict.fromkeys(keys)`.
+# Methods of builtin classes called on the class: `dict.fromkeys(keys)`, by the class that
+# defines them. Each handler is given the class it was called through first (a subclass:
+# `defaultdict.fromkeys` is dict's, and makes a defaultdict).
 CLASS_METHODS = {
-    (dict, "fromkeys"): fromkeys(dict),
-    (collections.OrderedDict, "fromkeys"): fromkeys(collections.OrderedDict),
-    (itertools.chain, "from_iterable"): lambda tx, its: ChainIteratorVariable(its.unpack(tx)),
-    # a namedtuple's __new__ and _make end in `tuple.__new__(cls, iterable)`
-    (tuple, "__new__"): lambda tx, cls, items=None: TupleVariable(
+    (dict, "fromkeys"): fromkeys,
+    (collections.OrderedDict, "fromkeys"): fromkeys,
+    (itertools.chain, "from_iterable"): lambda tx, cls, its: ChainIteratorVariable(its.unpack(tx)),
+    # a namedtuple's __new__ and _make end in `tuple.__new__(cls, iterable)`, a static method
+    (tuple, "__new__"): lambda tx, _tuple, cls, items=None: TupleVariable(
         items.unpack(tx) if items is not None else [], tuple_type=class_of(cls)
     ),
 }
+# What a builtin class holds that `Class.name(...)` calls: a method (given its object first),
+# a class method, or a static method such as `tuple.__new__`.
+METHOD_TYPES = (*SLOT_TYPES, types.ClassMethodDescriptorType, types.BuiltinMethodType)
+
+
+def class_method(cls, name):
+    """The handler of `cls.name` in CLASS_METHODS, found in the class of `cls`'s MRO that
+    defines `name` (as CPython's attribute lookup finds it), or None."""
+    for klass in getattr(cls, "__mro__", ()):
+        if name in vars(klass):
+            return CLASS_METHODS.get((klass, name))
+    return None
 
 
 def is_modeled_builtin(value) -> bool:

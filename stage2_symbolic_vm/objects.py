@@ -30,6 +30,7 @@ from .side_effects import DELETED, DICT_BASES
 from .sources import DictItemSource, attr_of, item_of
 from .variables import (
     UNKNOWN,
+    BoundMethodVariable,
     ConstantVariable,
     ExceptionVariable,
     LazyVariable,
@@ -57,11 +58,28 @@ def is_data_descriptor(attr) -> bool:
 
 
 HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made at run time, by a `class` statement
+IMMUTABLETYPE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE: a C class made at run time from a spec
 
 
 def is_python_class(value) -> bool:
-    """A class made by a `class` statement (builtin and C classes are not)."""
-    return isinstance(value, type) and bool(value.__flags__ & HEAPTYPE)
+    """A class made by a `class` statement. Builtin and C classes are not, nor the heap types
+    a C extension makes at import (Cython's function type, which NumPy's `np.random.rand`
+    is made of): those are immutable, which a `class` statement never makes."""
+    if not isinstance(value, type):
+        return False
+    return bool(value.__flags__ & HEAPTYPE) and not value.__flags__ & IMMUTABLETYPE
+
+
+def metaclass_lookup(cls, name):
+    """(index in the metaclass's MRO, the raw attribute) of `name` in a metaclass written in
+    Python, or None: torch.distributed's `GroupMember.WORLD` is a property of its metaclass.
+    `type`'s own attributes (`__name__`, `__mro__` ...) are answered by UserClassVariable."""
+    for index, klass in enumerate(type(cls).__mro__):
+        if klass is type:
+            return None
+        if name in klass.__dict__:
+            return index, klass.__dict__[name]
+    return None
 
 
 def mro_source(class_source, index: int, name: str):
@@ -94,6 +112,8 @@ def class_attribute(tx, instance, cls_var, name, index, attr):
         return function.bound_to(owner) if owner is not None else function
     if isinstance(attr, SLOT_TYPES) and isinstance(owner, UserObjectVariable):
         return BuiltinSlotVariable(attr, owner)
+    if isinstance(attr, types.ClassMethodDescriptorType):  # `MyDict.fromkeys`: dict's, given
+        return BoundMethodVariable(cls_var, name)  # the class (UserClassVariable.call_method)
     # With no source, the class itself was made or found in the trace (`type(obj)` of an object
     # made here): what it holds is known from how it was made, nothing to guard.
     return tx.wrap(attr, source)
@@ -122,10 +142,31 @@ class UserClassVariable(Variable):
             return ConstantVariable(getattr(self.cls, name))
         if name == "__mro__":
             return TupleVariable([tx.wrap(c, None) for c in self.cls.__mro__])
+        # CPython's type_getattro: a data descriptor of the metaclass (a property) first, then
+        # the class and its bases, then anything else the metaclass has (a method, bound to
+        # the class).
+        meta = metaclass_lookup(self.cls, name)
+        if meta is not None and is_data_descriptor(meta[1]):
+            return class_attribute(tx, self, self.metaclass(tx), name, *meta)
         found = class_lookup(self.cls, name)
-        if found is None:
-            raise ObservedAttributeError(f"type object {self.cls.__name__!r} has no {name!r}")
-        return class_attribute(tx, None, self, name, *found)
+        if found is not None:
+            return class_attribute(tx, None, self, name, *found)
+        if meta is not None:
+            return class_attribute(tx, self, self.metaclass(tx), name, *meta)
+        raise ObservedAttributeError(f"type object {self.cls.__name__!r} has no {name!r}")
+
+    def metaclass(self, tx):
+        return tx.wrap(type(self.cls), attr_of(self.source, "__class__"))
+
+    def call_method(self, tx, name, args, kwargs):
+        """`MyDict.fromkeys(keys)`: a class method of a builtin base class, which makes an
+        instance of this class (builtins_table.CLASS_METHODS)."""
+        from .builtins_table import class_method  # the table builds on this file
+
+        handler = class_method(self.cls, name)
+        if handler is None:
+            raise Unsupported("unsupported_value", f"{self.cls.__qualname__}.{name} of a C base")
+        return handler(tx, self, *args, **kwargs)
 
     def call(self, tx, args, kwargs):
         return new_instance(tx, self, args, kwargs)

@@ -58,6 +58,11 @@ class Variable:
     def call(self, tx, args: list, kwargs: dict) -> "Variable":
         raise Unsupported("untraceable_call", f"cannot call {self}")
 
+    def bound_to(self, obj: "Variable") -> "Variable":
+        """`types.MethodType(self, obj)`: a method whose call calls this value with `obj` first
+        (UserFunctionVariable binds its own way)."""
+        return MethodVariable(self, obj)
+
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> "Variable":
         raise Unsupported("unsupported_value", f"cannot call method {name!r} of {self}")
 
@@ -327,6 +332,37 @@ class BoundMethodVariable(Variable):
 
     def __repr__(self):
         return f"BoundMethodVariable({self.obj!r}.{self.name})"
+
+
+class MethodVariable(Variable):
+    """A method object (`types.MethodType`) of a callable that is not a Python function: a
+    Cython function bound to its object (NumPy's `np.random.rand` is `RandomState.rand` bound
+    to numpy's generator), a partial. A call passes `obj` first, as CPython's method object
+    does (`method_vectorcall`); whether that call can be traced is the callable's to say."""
+
+    def __init__(self, function: Variable, obj: Variable):
+        self.function, self.obj = function, obj
+
+    def python_type(self):
+        return types.MethodType
+
+    def get_attr(self, tx, name):
+        if name in ("__func__", "__self__"):
+            return self.function if name == "__func__" else self.obj
+        return self.function.get_attr(tx, name)  # a method forwards the rest to its function
+
+    def call(self, tx, args, kwargs):
+        return self.function.call(tx, [self.obj, *args], kwargs)
+
+    def reconstruct(self, cg):
+        cg.call_callable(
+            types.MethodType,
+            lambda: cg.reconstruct(self.function),
+            lambda: cg.reconstruct(self.obj),
+        )
+
+    def __repr__(self):
+        return f"MethodVariable({self.function!r} bound to {self.obj!r})"
 
 
 class ObjectVariable(Variable):
