@@ -31,8 +31,17 @@ from .iterators import (
     MapIteratorVariable,
     ZipIteratorVariable,
 )
-from .objects import SLOT_TYPES, BuiltinSlotVariable, UserObjectVariable
-from .operators import binary_op, compare_op, unary_op
+from .objects import SLOT_TYPES, BuiltinSlotVariable, UserObjectVariable, is_python_class
+from .operators import (
+    BINARY_OPS,
+    COMPARE_OPS,
+    UNARY_OPS,
+    binary_op,
+    compare_op,
+    contains,
+    is_same,
+    unary_op,
+)
 from .shapes import SymNodeVariable
 from .sources import attr_of
 from .variables import (
@@ -48,7 +57,7 @@ from .variables import (
 
 # Builtins that are pure functions of constants: folded when every argument is a constant.
 FOLDABLE = {abs, all, any, bool, chr, complex, divmod, float, int, max, min, ord, pow, round}
-FOLDABLE |= {sorted, str, repr, format, slice, hash, bin, hex, oct, ascii}
+FOLDABLE |= {sorted, str, repr, format, slice, hash, bin, hex, oct, ascii, bytes}
 # Builtins that a tensor answers with a tensor op (`abs(x)` is `x.__abs__()`).
 TENSOR_BUILTINS = {abs, pow, divmod, round}
 PYTHON_MODULES = (math, operator, itertools, functools, collections)
@@ -87,7 +96,7 @@ class BuiltinVariable(Variable):
         handler = class_method(self.fn, name)
         if handler is not None:
             return handler(tx, self, *args, **kwargs)
-        if isinstance(inspect.getattr_static(self.fn, name, None), types.ClassMethodDescriptorType):
+        if isinstance(inspect.getattr_static(self.fn, name, None), FOLDED_METHOD_TYPES):
             return self.fold_class_method(tx, name, args, kwargs)
         if not args:
             raise ObservedException(TypeError(f"{self.fn.__name__}.{name}() needs an object"))
@@ -98,9 +107,9 @@ class BuiltinVariable(Variable):
         return args[0].call_method(tx, name, args[1:], kwargs)
 
     def fold_class_method(self, tx, name, args, kwargs):
-        """`int.from_bytes(data, "big")`, `float.fromhex(s)`: a class method of a builtin
-        class that the table does not model makes a new value from its arguments alone, so on
-        constants it is called now."""
+        """`int.from_bytes(data, "big")`, `str.maketrans("ab", "xy")`: a class or static method
+        of a builtin class that the table does not model makes a new value from its arguments
+        alone, so on constants it is called now."""
         if not all(a.is_python_constant() for a in [*args, *kwargs.values()]):
             raise Unsupported("untraceable_call", f"`{self.fn.__name__}.{name}` of non-constants")
         args, kwargs = constant_args(args, kwargs)
@@ -188,6 +197,10 @@ class PythonModuleVariable(Variable):
         value = getattr(self.module, name)
         if isinstance(value, types.ModuleType) or not callable(value):
             return tx.wrap(value, None)
+        if not is_modeled_builtin(value) and (
+            isinstance(value, types.FunctionType) or is_python_class(value)
+        ):  # written in Python (`collections.Counter`, `functools.wraps`): run like the user's
+            return tx.wrap(value, attr_of(self.source, name))
         return BuiltinVariable(value)
 
 
@@ -458,6 +471,78 @@ def signature(tx, fn, *, follow_wrapped=None):
     return ObjectVariable(result)
 
 
+class OperatorGetterVariable(Variable):
+    """`operator.itemgetter(*keys)`, `attrgetter(*names)` or `methodcaller(name, *args)` made
+    in the trace: a call applies it to its one argument (CPython makes C objects of these)."""
+
+    def __init__(self, kind, args, kwargs):
+        self.kind, self.args, self.kwargs = kind, list(args), dict(kwargs)
+
+    def python_type(self):
+        return self.kind
+
+    def call(self, tx, args, kwargs):
+        if len(args) != 1 or kwargs:
+            raise ObservedException(TypeError(f"{self.kind.__name__} expected 1 argument"))
+        (obj,) = args
+        if self.kind is operator.methodcaller:
+            name = self.args[0].as_python_constant()
+            return obj.get_attr(tx, name).call(tx, self.args[1:], self.kwargs)
+        if self.kind is operator.itemgetter:
+            found = [obj.getitem(tx, key) for key in self.args]
+        else:  # attrgetter("a.b") follows the dotted path
+            found = [dotted_attr(tx, obj, name.as_python_constant()) for name in self.args]
+        return found[0] if len(found) == 1 else TupleVariable(found)
+
+    def reconstruct(self, cg):
+        pushers = [lambda v=v: cg.reconstruct(v) for v in self.args]
+        cg.call_callable(self.kind, *pushers, kwargs=self.kwargs)
+
+    def __repr__(self):
+        return f"OperatorGetterVariable({self.kind.__name__})"
+
+
+def dotted_attr(tx, obj, path: str):
+    for name in path.split("."):
+        obj = obj.get_attr(tx, name)
+    return obj
+
+
+def operator_getter(kind):
+    def make(tx, *args, **kwargs):
+        if not args or (kind is not operator.methodcaller and kwargs):
+            raise ObservedException(TypeError(f"{kind.__name__} takes its arguments by position"))
+        return OperatorGetterVariable(kind, args, kwargs)
+
+    return make
+
+
+def set_item(tx, obj, key, value):
+    obj.setitem(tx, key, value)
+    return ConstantVariable(None)
+
+
+def operator_function(apply, fn):
+    return lambda tx, *operands: apply(tx, fn, *operands)
+
+
+# `operator.add(a, b)` is `a + b`, and so on: each operator function is the operator it names.
+OPERATOR_FUNCTIONS = {
+    **{fn: operator_function(binary_op, fn) for fn in BINARY_OPS.values()},
+    **{fn: operator_function(compare_op, fn) for fn in COMPARE_OPS.values()},
+    **{fn: operator_function(unary_op, fn) for fn in UNARY_OPS.values()},
+    operator.getitem: lambda tx, obj, key: obj.getitem(tx, key),
+    operator.setitem: set_item,
+    operator.contains: lambda tx, obj, item: ConstantVariable(contains(tx, item, obj)),
+    operator.truth: lambda tx, value: ConstantVariable(value.truth(tx)),
+    operator.is_: lambda tx, a, b: ConstantVariable(is_same(a, b)),
+    operator.is_not: lambda tx, a, b: ConstantVariable(not is_same(a, b)),
+    operator.itemgetter: operator_getter(operator.itemgetter),
+    operator.attrgetter: operator_getter(operator.attrgetter),
+    operator.methodcaller: operator_getter(operator.methodcaller),
+}
+
+
 def partial(fn, args, kwargs):
     """`functools.partial(fn, ...)`; a partial of a partial is flattened, as CPython does."""
     if isinstance(fn, PartialVariable):
@@ -512,8 +597,7 @@ HANDLERS = {
     collections.defaultdict: default_dict,
     functools.partial: lambda tx, fn, *args, **kwargs: partial(fn, args, kwargs),
     functools.reduce: reduce,
-    operator.eq: lambda tx, a, b: compare_op(tx, operator.eq, a, b),
-    operator.ne: lambda tx, a, b: compare_op(tx, operator.ne, a, b),
+    **OPERATOR_FUNCTIONS,
     **ITERTOOLS,
 }
 
@@ -530,8 +614,9 @@ CLASS_METHODS = {
     ),
 }
 # What a builtin class holds that `Class.name(...)` calls: a method (given its object first),
-# a class method, or a static method such as `tuple.__new__`.
-METHOD_TYPES = (*SLOT_TYPES, types.ClassMethodDescriptorType, types.BuiltinMethodType)
+# a class or static method (`str.maketrans`), or a builtin bound to it (`tuple.__new__`).
+FOLDED_METHOD_TYPES = (types.ClassMethodDescriptorType, staticmethod)
+METHOD_TYPES = (*SLOT_TYPES, *FOLDED_METHOD_TYPES, types.BuiltinMethodType)
 
 
 def class_method(cls, name):

@@ -58,7 +58,8 @@ class UserFunctionVariable(Variable):
         self.globals_source = None
         self.value = None
         self.trace = None
-        self.attrs = {}  # attributes the trace assigned
+        self.attrs = {}  # what the trace assigned to the function's `__dict__` (`__wrapped__`)
+        self.slots = {}  # ... and to the attributes kept in the function itself (`__name__`)
 
     @classmethod
     def from_function(cls, tx, fn, source):
@@ -97,17 +98,25 @@ class UserFunctionVariable(Variable):
     def get_attr(self, tx, name):
         if self.self_arg is not None and name in ("__self__", "__func__"):
             return self.self_arg if name == "__self__" else self.bound_to(None)
-        if name in self.attrs:  # assigned in the trace (`functools.wraps` sets __name__ ...)
-            return self.attrs[name]
+        for assigned in (self.slots, self.attrs):  # `functools.wraps` sets __name__ ...
+            if name in assigned:
+                return assigned[name]
+        if name == "__dict__" and self.value is None:
+            view = DictVariable({})
+            view.items = self.attrs  # the same dict: a change through it is an attribute's
+            return view
         if self.value is not None:  # a function from outside: what it has now, guarded
             if not hasattr(self.value, name):
                 raise ObservedAttributeError(f"function {self.name!r} has no attribute {name!r}")
             return tx.wrap(getattr(self.value, name), attr_of(self.source, name))
+        if name == "__defaults__":
+            return TupleVariable(list(self.defaults)) if self.defaults else ConstantVariable(None)
+        first = self.code.co_consts[0] if self.code.co_consts else None
         made = {  # a function made in the trace (MAKE_FUNCTION): what CPython gives it
             "__name__": self.code.co_name,
             "__qualname__": self.code.co_qualname,
             "__module__": self.globals.get("__name__"),
-            "__doc__": None,
+            "__doc__": first if isinstance(first, str) else None,  # its docstring, a constant
             "__code__": self.code,
         }
         if name not in made:
@@ -117,7 +126,7 @@ class UserFunctionVariable(Variable):
     def set_attr(self, tx, name, value):
         if self.value is not None:
             tx.side_effects.store_attr(self, name, value)
-        self.attrs[name] = value
+        (self.slots if name in FUNCTION_SLOTS else self.attrs)[name] = value
 
     def bound_to(self, obj: Variable | None) -> "UserFunctionVariable":
         bound = UserFunctionVariable(
@@ -162,11 +171,30 @@ class UserFunctionVariable(Variable):
             )
         elif self.source is not None:
             cg.load_source(self.source)
+        elif self.slots or self.attrs:  # made, then given attributes (`functools.wraps`)
+            cg.call_callable(
+                with_attributes,
+                lambda: cg.make_function(self),
+                lambda: cg.build_map({**self.slots, **self.attrs}),
+            )
         else:
             cg.make_function(self)
 
     def __repr__(self):
         return f"UserFunctionVariable({self.name})"
+
+
+# The attributes a function keeps in itself, not in its `__dict__` (CPython's func_getsetlist
+# and func_memberlist).
+FUNCTION_SLOTS = {"__name__", "__qualname__", "__module__", "__doc__", "__code__"}
+FUNCTION_SLOTS |= {"__defaults__", "__kwdefaults__", "__annotations__"}
+
+
+def with_attributes(fn, attrs: dict):
+    """A function the new code made again, given the attributes the trace assigned to it."""
+    for name, value in attrs.items():
+        setattr(fn, name, value)
+    return fn
 
 
 def globals_source(fn, source):
@@ -501,6 +529,45 @@ class GradModeVariable(Variable):
         if name == "clone":  # the decorator form (`@torch.no_grad()`) enters a fresh clone
             return GradModeVariable(self.cls, self.enabled)
         return super().call_method(tx, name, args, kwargs)
+
+    def call(self, tx, args, kwargs):
+        """`@torch.no_grad()` on a function the trace made: a function run under the mode."""
+        if GRAD_MODES[self.cls] is None or len(args) != 1 or kwargs:
+            raise Unsupported("untraceable_call", f"{self.cls.__name__}(...) used as a decorator")
+        return GradModeFunctionVariable(self.cls, args[0])
+
+
+class GradModeFunctionVariable(Variable):
+    """A function decorated in the trace with `@torch.no_grad()` or `@torch.enable_grad()`: a
+    call runs it under that mode, then gives the caller's mode back, as torch's decorator
+    does (torch/utils/_contextlib.py, `_wrap_generator`'s plain-function case)."""
+
+    def __init__(self, cls, fn: Variable):
+        self.cls, self.fn = cls, fn
+
+    def python_type(self):
+        return types.FunctionType
+
+    def call(self, tx, args, kwargs):
+        previous = tx.set_grad_mode(GRAD_MODES[self.cls])
+        try:
+            result = self.fn.call(tx, args, kwargs)
+        except ObservedException:  # the code may catch it: the decorator has left the mode
+            tx.set_grad_mode(previous)
+            raise
+        tx.set_grad_mode(previous)
+        return result
+
+    def reconstruct(self, cg):
+        cg.call_callable(decorate, lambda: cg.load_const(self.cls), lambda: cg.reconstruct(self.fn))
+
+    def __repr__(self):
+        return f"GradModeFunctionVariable({self.cls.__name__}, {self.fn!r})"
+
+
+def decorate(cls, fn):
+    """`cls()(fn)`: the function decorated again by the new code (`torch.no_grad()(fn)`)."""
+    return cls()(fn)
 
 
 class NNModuleVariable(Variable):

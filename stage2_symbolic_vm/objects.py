@@ -114,6 +114,12 @@ def class_attribute(tx, instance, cls_var, name, index, attr):
         return BuiltinSlotVariable(attr, owner)
     if isinstance(attr, types.ClassMethodDescriptorType):  # `MyDict.fromkeys`: dict's, given
         return BoundMethodVariable(cls_var, name)  # the class (UserClassVariable.call_method)
+    getter = class_lookup(type(attr), "__get__")
+    if getter is not None and isinstance(getter[1], types.FunctionType):
+        # a descriptor written in Python (`functools.cached_property`): its __get__ runs
+        descriptor = tx.wrap(attr, source)
+        seen_from = owner if owner is not None else ConstantVariable(None)
+        return descriptor.get_attr(tx, "__get__").call(tx, [seen_from, cls_var], {})
     # With no source, the class itself was made or found in the trace (`type(obj)` of an object
     # made here): what it holds is known from how it was made, nothing to guard.
     return tx.wrap(attr, source)
@@ -160,15 +166,44 @@ class UserClassVariable(Variable):
 
     def call_method(self, tx, name, args, kwargs):
         """`MyDict.fromkeys(keys)`: a class method of a builtin base class, which makes an
-        instance of this class (builtins_table.CLASS_METHODS)."""
+        instance of this class (builtins_table.CLASS_METHODS); else a special method of the
+        class itself, which CPython looks up on its metaclass: `len(Color)` runs EnumType's
+        `__len__`."""
         from .builtins_table import class_method  # the table builds on this file
 
         handler = class_method(self.cls, name)
-        if handler is None:
-            raise Unsupported("unsupported_value", f"{self.cls.__qualname__}.{name} of a C base")
-        return handler(tx, self, *args, **kwargs)
+        if handler is not None:
+            return handler(tx, self, *args, **kwargs)
+        found = metaclass_lookup(self.cls, name)
+        if found is None:
+            raise ObservedException(TypeError(f"type object {self.cls.__name__!r} has no {name}"))
+        return class_attribute(tx, self, self.metaclass(tx), name, *found).call(tx, args, kwargs)
+
+    def getitem(self, tx, key):
+        """`Color["RED"]` (the metaclass's `__getitem__`), or `Box[int]` (`__class_getitem__`)."""
+        if metaclass_lookup(self.cls, "__getitem__") is None and class_lookup(
+            self.cls, "__class_getitem__"
+        ):
+            return self.get_attr(tx, "__class_getitem__").call(tx, [key], {})
+        return self.call_method(tx, "__getitem__", [key], {})
+
+    def iterate(self, tx):
+        return self.call_method(tx, "__iter__", [], {}).iterate(tx)
+
+    def unpack(self, tx):
+        return self.iterate(tx).unpack(tx)
+
+    def truth(self, tx):
+        for name in ("__bool__", "__len__"):
+            if metaclass_lookup(self.cls, name) is not None:
+                return bool(self.call_method(tx, name, [], {}).as_python_constant())
+        return True
 
     def call(self, tx, args, kwargs):
+        found = metaclass_lookup(self.cls, "__call__")
+        if found is not None:  # `Color(1)`: EnumType.__call__ finds the member
+            call = class_attribute(tx, self, self.metaclass(tx), "__call__", *found)
+            return call.call(tx, args, kwargs)
         return new_instance(tx, self, args, kwargs)
 
     def set_attr(self, tx, name, value):

@@ -25,7 +25,7 @@ from . import meta_cache, shapes
 from .containers import DictVariable, ListVariable, SequenceVariable, TupleVariable
 from .errors import ObservedException, Unsupported
 from .trace import target_name
-from .variables import ConstantVariable, TensorVariable, is_constant_value
+from .variables import ConstantVariable, TensorVariable, constant_args, is_constant_value
 
 # Turning data into Python values: meta tensors have none (torch/_dynamo breaks on these too).
 DATA_OPS = {"item", "tolist", "numpy", "is_nonzero", "equal", "allclose", "__bool__", "__int__"}
@@ -254,6 +254,10 @@ def record_call(tx, target, args: list, kwargs: dict):
     for value in [*args, *kwargs.values()]:
         realized(tx, value)
     tensors = tensor_variables([*args, *kwargs.values()])
+    if not tensors and name in METADATA_OPS and not isinstance(target, str):
+        # `torch.promote_types(torch.int32, torch.half)`: a question about dtypes, answered now
+        constants, named = constant_args(args, kwargs)
+        return tx.wrap_constant_result(tx.run_python(target, *constants, **named), shown)
     if not tensors and name not in FACTORIES:
         raise Unsupported("untraceable_call", f"{shown} called without a tensor argument")
     check_autocast(tx, tensors, shown)

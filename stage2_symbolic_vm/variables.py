@@ -178,9 +178,14 @@ class ConstantVariable(Variable):
         return tx.wrap_constant_result(getattr(value, name), f"attribute {name!r}")
 
     def call_method(self, tx, name, args, kwargs):
-        # Constants are immutable, so any method of one is a pure function of constants.
-        args, kwargs = constant_args(args, kwargs)
-        result = tx.run_python(getattr(self.as_python_constant(), name), *args, **kwargs)
+        # Constants are immutable, so any method of one is a pure function of constants. None
+        # changes its arguments either: a dict (`str.format_map`, `str.translate`) or the
+        # iterable of `str.join` is read whole, into a new one.
+        if name == "join" and len(args) == 1 and not args[0].is_python_constant():
+            args = [ConstantVariable(tuple(v.as_python_constant() for v in args[0].unpack(tx)))]
+        values = [method_argument(tx, a) for a in args]
+        kwargs = {k: v.as_python_constant() for k, v in kwargs.items()}
+        result = tx.run_python(getattr(self.as_python_constant(), name), *values, **kwargs)
         return tx.wrap_constant_result(result, f"{type(self.value).__name__}.{name}()")
 
     def getitem(self, tx, key):
@@ -207,6 +212,16 @@ def constant_args(args, kwargs):
     return [a.as_python_constant() for a in args], {
         k: v.as_python_constant() for k, v in kwargs.items()
     }
+def method_argument(tx, value: Variable):
+    """An argument of a constant's method: a constant, or a dict of constants read now into a
+    new dict (`str.format_map`, `str.translate` only read it)."""
+    if value.is_python_constant() or not issubclass(value.python_type(), dict):
+        return value.as_python_constant()
+    return {
+        k.as_python_constant(): value.getitem(tx, k).as_python_constant() for k in value.unpack(tx)
+    }
+
+
 
 
 class TensorVariable(Variable):
@@ -403,8 +418,8 @@ class ObjectVariable(Variable):
         kind = type(self.value)
         raise Unsupported(
             "untraceable_call",
-            f"method `{name}` of a {kind.__module__}.{kind.__qualname__} object: C code (NumPy's, "
-            "another library's) runs outside the trace",
+            f"method `{name}` of a {kind.__module__}.{kind.__qualname__} object: its C code "
+            "(NumPy's, the standard library's, another library's) runs outside the trace",
         )
 
     def reconstruct(self, cg):
