@@ -2486,7 +2486,7 @@ def except_tuple_of_types(a):
         return a + isinstance(err, IndexError)
 
 
-@case(T, graphs=0, breaks=1)  # a generator's return value is not kept by the VM yet
+@case(T)
 def generator_return_value(a):
     def gen():
         yield 1
