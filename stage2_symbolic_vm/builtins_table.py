@@ -19,17 +19,27 @@ import types
 
 import torch
 
-from .containers import DictVariable, ListVariable, SequenceVariable, SetVariable, TupleVariable
+from .containers import (
+    DictVariable,
+    ListVariable,
+    SequenceVariable,
+    SetVariable,
+    TupleVariable,
+    is_none,
+    new_dict,
+    stand_in,
+)
 from .errors import ObservedAttributeError, ObservedException, Unsupported
 from .functions import PartialVariable, SuperVariable, UserFunctionVariable
 from .iterators import (
     ITERTOOLS,
+    CallableIteratorVariable,
     ChainIteratorVariable,
     FilterIteratorVariable,
     IteratorVariable,
-    ListIteratorVariable,
     MapIteratorVariable,
     ZipIteratorVariable,
+    reversed_,
 )
 from .objects import SLOT_TYPES, BuiltinSlotVariable, UserObjectVariable, is_python_class
 from .operators import (
@@ -40,6 +50,7 @@ from .operators import (
     compare_op,
     contains,
     is_same,
+    sort_order,
     unary_op,
 )
 from .shapes import SymNodeVariable
@@ -249,7 +260,7 @@ def type_(tx, value, *rest):
 
 
 def enumerate_(tx, iterable, start=None):
-    first = start.as_python_constant() if start is not None else 0
+    first = 0 if start is None else tx.run_python(operator.index, start.as_python_constant())
     counter = ITERTOOLS[itertools.count](tx, ConstantVariable(first))
     return ZipIteratorVariable([counter, iterable.iterate(tx)])
 
@@ -267,33 +278,26 @@ def next_(tx, iterator, *default):
         raise ObservedException(TypeError(f"{iterator} is not an iterator"))
     item = iterator.next_item(tx)
     if item is None and not default:
-        raise ObservedException(StopIteration())
+        raise ObservedException(iterator.stop_iteration())
     return default[0] if item is None else item
 
 
 def iter_(tx, value, *sentinel):
+    """`iter(iterable)`, or `iter(callable, sentinel)`: call until the sentinel comes."""
+    if len(sentinel) > 1:
+        raise ObservedException(
+            TypeError(f"iter expected at most 2 arguments, got {1 + len(sentinel)}")
+        )
     if sentinel:
-        raise Unsupported("untraceable_call", "iter(callable, sentinel)")
+        return CallableIteratorVariable(value, sentinel[0])
     return value.iterate(tx)
 
 
-def dict_(tx, *args, **kwargs):
-    result = DictVariable({})
-    result.update(tx, args[0] if args else None, kwargs)
-    return result
-
-
-def ordered_dict(tx, *args, **kwargs):
-    result = dict_(tx, *args, **kwargs)
-    result.dict_type = collections.OrderedDict
-    return result
-
-
-def default_dict(tx, factory=None, *args, **kwargs):
-    result = dict_(tx, *args, **kwargs)
-    result.dict_type = collections.defaultdict
-    result.default_factory = factory if factory is not None else ConstantVariable(None)
-    return result
+def default_dict(tx, *args, **kwargs):
+    factory = args[0] if args else ConstantVariable(None)
+    if not is_none(factory) and not callable_(tx, factory).value:
+        raise ObservedException(TypeError("first argument must be callable or None"))
+    return new_dict(tx, collections.defaultdict, list(args[1:]), kwargs, factory)
 
 
 def fromkeys(tx, cls, keys, value=None):
@@ -345,50 +349,11 @@ def min_max(fn):
     return fold
 
 
-def sorted_(tx, iterable, key=None, reverse=None):
+def sorted_(tx, iterable, *more, key=None, reverse=None):
+    if more:
+        raise ObservedException(TypeError(f"sorted expected 1 argument, got {1 + len(more)}"))
     values = iterable.unpack(tx)
     return ListVariable([values[i] for i in sort_order(tx, values, key, reverse)])
-
-
-def sort_order(tx, values, key=None, reverse=None) -> list[int]:
-    """The order `sorted(values, key=key, reverse=reverse)` puts the values in.
-
-    The keys are compared as Python would compare them: `sorted(d.items())` compares the
-    pairs' first items, and never the tensors after them when those differ.
-    """
-    keys = values if key is None else [key.call(tx, [v], {}) for v in values]
-    proxies = [_comparable(k) for k in keys]
-    backwards = reverse is not None and reverse.as_python_constant()
-    try:
-        return sorted(range(len(values)), key=proxies.__getitem__, reverse=backwards)
-    except _Incomparable:
-        raise Unsupported(
-            "data_dependent_branch", "sorting compares tensors (or other values) by their data"
-        ) from None
-    except TypeError as error:
-        raise ObservedException(error, "sorted()") from None
-
-
-class _Incomparable(Exception):
-    pass
-
-
-class _Opaque:
-    """A value a sort may not compare: it only compares when the keys before it are equal."""
-
-    def __eq__(self, other):
-        raise _Incomparable
-
-    __lt__ = __gt__ = __le__ = __ge__ = __ne__ = __eq__
-    __hash__ = None
-
-
-def _comparable(value):
-    if value.is_python_constant():
-        return value.as_python_constant()
-    if isinstance(value, TupleVariable):
-        return tuple(_comparable(item) for item in value.items)
-    return _Opaque()
 
 
 def super_(tx, *args):
@@ -551,8 +516,14 @@ def partial(fn, args, kwargs):
 
 
 def set_(set_type):
-    def make(tx, iterable=None):
-        return SetVariable(iterable.unpack(tx) if iterable is not None else [], set_type=set_type)
+    """`set(iterable)`: CPython builds it from an object that iterates as `iterable` does
+    (a set's own keys, a dict's: containers.stand_in), in CPython's order."""
+
+    def make(tx, iterable=None, /):
+        if iterable is None:
+            return SetVariable([], set_type=set_type)
+        keys, key_vars = stand_in(tx, iterable)
+        return SetVariable.of_keys(tx.run_python(set_type, keys), key_vars)
 
     return make
 
@@ -570,14 +541,14 @@ HANDLERS = {
         None if fn.is_python_constant() and fn.as_python_constant() is None else fn,
         it.iterate(tx),
     ),
-    reversed: lambda tx, seq: ListIteratorVariable(reversed(seq.unpack(tx))),
+    reversed: reversed_,
     iter: iter_,
     next: next_,
     list: lambda tx, it=None: ListVariable(it.unpack(tx) if it is not None else []),
     tuple: lambda tx, it=None: TupleVariable(it.unpack(tx) if it is not None else []),
     set: set_(set),
     frozenset: set_(frozenset),
-    dict: dict_,
+    dict: lambda tx, *args, **kwargs: new_dict(tx, dict, args, kwargs),
     sum: sum_,
     all: all_any(False),
     any: all_any(True),
@@ -593,7 +564,9 @@ HANDLERS = {
     vars: lambda tx, obj=None: locals_(tx) if obj is None else obj.get_attr(tx, "__dict__"),
     locals: locals_,
     inspect.signature: signature,
-    collections.OrderedDict: ordered_dict,
+    collections.OrderedDict: lambda tx, *args, **kwargs: new_dict(
+        tx, collections.OrderedDict, args, kwargs
+    ),
     collections.defaultdict: default_dict,
     functools.partial: lambda tx, fn, *args, **kwargs: partial(fn, args, kwargs),
     functools.reduce: reduce,

@@ -6,18 +6,34 @@ generator expression) runs its own frame in the VM only as far as the next
 `yield` (torch/_dynamo/variables/iter.py and `InliningGeneratorInstructionTranslator`).
 `next_item` returns None when the iterator is exhausted.
 
-Only a `ListIteratorVariable`, an iterator over items already known, can be
-rebuilt in Python at a graph break (as `iter([the items still to come])`).
+An iterator over a container reads the container as it steps, as CPython's
+does (Objects/listobject.c's listiterobject, dictobject.c's dictiterobject):
+`for v in xs: xs.append(...)` reaches the new items, and a dict or set changed
+while iterated raises CPython's own RuntimeError, because the iterator of a
+dict or set is a real iterator over the real dict or set of its keys
+(containers.py). An exhausted iterator stays exhausted.
+
+An iterator whose items still to come are known can be rebuilt in Python at
+a graph break (`remaining`); an iterator over a list is rebuilt over the list
+itself, at its position.
 """
 
 import itertools
 import operator
 import types
 
-from .containers import TupleVariable
+from .containers import (
+    DictVariable,
+    DictViewVariable,
+    SequenceVariable,
+    TupleVariable,
+)
 from .errors import CannotReconstruct, ObservedException
-from .operators import binary_op
+from .objects import UserObjectVariable, class_lookup
+from .operators import binary_op, equal
 from .variables import BoundMethodVariable, ConstantVariable, Variable
+
+END = object()  # what `next(iterator, END)` gives at the end
 
 
 class IteratorVariable(Variable):
@@ -35,9 +51,14 @@ class IteratorVariable(Variable):
     def truth(self, tx):
         return True
 
+    def stop_iteration(self) -> StopIteration:
+        """What `next(iterator)` raises at the end."""
+        return StopIteration()
+
     def peek(self, n: int) -> list | None:
         """The next `n` items (fewer if it ends), without taking them; None if not known now."""
-        return None
+        remaining = self.remaining()
+        return None if remaining is None else remaining[:n]
 
     def remaining(self) -> list | None:
         """All the items still to come, if they are known now and finite (else None): at a
@@ -71,15 +92,191 @@ class ListIteratorVariable(IteratorVariable):
         return self.items[self.index :]
 
 
+class SequenceIteratorVariable(IteratorVariable):
+    """`iter(xs)` and `reversed(xs)` of a list or tuple. It reads the list at each step, as
+    CPython's list iterator does (an item appended during the loop is reached), and once past
+    the end it lets go of the list, so it stays exhausted even if the list grows again."""
+
+    def __init__(self, sequence: SequenceVariable, backwards=False):
+        self.sequence, self.backwards = sequence, backwards
+        self.index = len(sequence.items) - 1 if backwards else 0
+
+    def next_item(self, tx):
+        if self.sequence is None:
+            return None
+        items = self.sequence.items
+        if not 0 <= self.index < len(items):
+            self.sequence = None
+            return None
+        self.index += -1 if self.backwards else 1
+        return items[self.index + (1 if self.backwards else -1)]
+
+    def remaining(self):
+        if self.sequence is None or not 0 <= self.index < len(self.sequence.items):
+            return []
+        return self.sequence.items[self.index :: -1 if self.backwards else 1]
+
+    def reconstruct(self, cg):
+        if self.sequence is None:
+            cg.call_callable(iter, lambda: cg.build_sequence([], "BUILD_TUPLE"))
+        else:  # an iterator of the very list (rebuilt or read again), at its position
+            cg.call_callable(
+                iterator_at,
+                lambda: cg.load_const(reversed if self.backwards else iter),
+                lambda: cg.reconstruct(self.sequence),
+                lambda: cg.load_const(self.index),
+            )
+        cg.keep(self)
+
+
+def iterator_at(make_iterator, sequence, index: int):
+    """`iter(xs)` or `reversed(xs)`, at `index` (what the new bytecode calls to rebuild an
+    iterator part-way through a list: the state CPython pickles a list iterator with)."""
+    iterator = make_iterator(sequence)
+    iterator.__setstate__(index)
+    return iterator
+
+
+class DictIteratorVariable(IteratorVariable):
+    """`iter(d)`, `iter(d.values())`, `reversed(d.items())` ...: a real iterator over the real
+    dict of the keys (containers.DictVariable.items), so a dict or OrderedDict changed while
+    iterated raises CPython's own RuntimeError; the values are the dict's Variables."""
+
+    def __init__(self, dict_var: DictVariable, kind: str, backwards=False):
+        self.dict_var, self.kind = dict_var, kind
+        view = getattr(dict_var.items, kind)()
+        self.iterator = reversed(view) if backwards else iter(view)
+
+    def python_type(self):
+        return type(self.iterator)
+
+    def next_item(self, tx):
+        item = tx.run_python(next, self.iterator, END)
+        return None if item is END else self.variable(tx, item)
+
+    def variable(self, tx, item):
+        d = self.dict_var
+        if self.kind == "keys":
+            return d.key_var(item)
+        if self.kind == "values":
+            return tx.read(item)
+        return TupleVariable([d.key_var(item[0]), tx.read(item[1])])
+
+    def remaining(self):
+        """CPython pickles a dict iterator as the list of what it has left, read from a copy
+        of it (the iterator does not move); a dict changed meanwhile raises instead."""
+        try:
+            left = self.iterator.__reduce__()[1][0]
+        except RuntimeError:
+            return None
+        d = self.dict_var
+        if self.kind == "keys":
+            return [d.key_var(k) for k in left]
+        if self.kind == "values":
+            return list(left)  # a value not read yet is rebuilt from its source
+        return [TupleVariable([d.key_var(k), v]) for k, v in left]
+
+
+class SetIteratorVariable(IteratorVariable):
+    """`iter(s)`: a real iterator over the real set of the keys, in CPython's order; a set
+    changed in size while iterated raises CPython's own RuntimeError."""
+
+    def __init__(self, set_var):
+        self.set_var, self.iterator = set_var, iter(set_var.items)
+
+    def python_type(self):
+        return type(self.iterator)
+
+    def next_item(self, tx):
+        key = tx.run_python(next, self.iterator, END)
+        return None if key is END else self.set_var.key_var(key)
+
+    def remaining(self):
+        try:  # as DictIteratorVariable.remaining
+            return [self.set_var.key_var(k) for k in self.iterator.__reduce__()[1][0]]
+        except RuntimeError:
+            return None
+
+
+class CallableIteratorVariable(IteratorVariable):
+    """`iter(fn, sentinel)`: `fn()` until it returns something equal to `sentinel` (or raises
+    StopIteration); then it stays exhausted (CPython's calliterobject)."""
+
+    def __init__(self, fn, sentinel):
+        self.fn, self.sentinel = fn, sentinel
+
+    def next_item(self, tx):
+        if self.fn is None:
+            return None
+        try:
+            value = self.fn.call(tx, [], {})
+        except ObservedException as error:
+            if not isinstance(error.exception, StopIteration):
+                raise
+            value = self.sentinel
+        if value is self.sentinel or equal(tx, self.sentinel, value):
+            self.fn = None
+            return None
+        return value
+
+
+class GetItemIteratorVariable(IteratorVariable):
+    """The old sequence protocol (CPython's seqiterobject, and `reversed` of a class with
+    `__len__`): `obj[0]`, `obj[1]` ... (or from `len(obj) - 1` down) until IndexError or
+    StopIteration; then it stays exhausted."""
+
+    def __init__(self, obj, index=0, step=1):
+        self.obj, self.index, self.step = obj, index, step
+
+    def next_item(self, tx):
+        if self.obj is None or self.index < 0:
+            return None
+        try:
+            item = self.obj.getitem(tx, ConstantVariable(self.index))
+        except ObservedException as error:
+            if not isinstance(error.exception, (IndexError, StopIteration)):
+                raise
+            self.obj = None
+            return None
+        self.index += self.step
+        return item
+
+
+def reversed_(tx, value, /):
+    """`reversed(value)`: a sequence backwards, a dict's keys backwards, a class's
+    `__reversed__` or its `__len__` and `__getitem__`; a set or an iterator is not reversible."""
+    if isinstance(value, SequenceVariable):
+        return SequenceIteratorVariable(value, backwards=True)
+    if isinstance(value, (DictVariable, DictViewVariable)):
+        return value.call_method(tx, "__reversed__", [], {})
+    if isinstance(value, ConstantVariable):  # a range, a string, a constant tuple
+        backwards = tx.run_python(reversed, value.as_python_constant())
+        return ListIteratorVariable(ConstantVariable(v) for v in backwards)
+    if isinstance(value, UserObjectVariable):
+        if class_lookup(value.cls, "__reversed__") is not None:
+            return value.special(tx, "__reversed__", [])
+        if all(class_lookup(value.cls, name) for name in ("__len__", "__getitem__")):
+            length = value.special(tx, "__len__", []).as_python_constant()
+            return GetItemIteratorVariable(value, length - 1, -1)
+    name = "iterator" if isinstance(value, IteratorVariable) else value.python_type().__name__
+    raise ObservedException(TypeError(f"'{name}' object is not reversible"))
+
+
 class MapIteratorVariable(IteratorVariable):
-    """`map(fn, *iterables)`: `fn` is called on each step, only when an item is asked for."""
+    """`map(fn, *iterables)`: `fn` is called on each step, only when an item is asked for; a
+    step stops at the first iterable that is exhausted, taking nothing from the ones after."""
 
     def __init__(self, fn, iterators):
         self.fn, self.iterators = fn, iterators
 
     def next_item(self, tx):
-        items = [it.next_item(tx) for it in self.iterators]
-        return None if None in items else self.fn.call(tx, items, {})
+        items = []
+        for iterator in self.iterators:
+            item = iterator.next_item(tx)
+            if item is None:
+                return None
+            items.append(item)
+        return self.fn.call(tx, items, {})
 
 
 class ZipIteratorVariable(IteratorVariable):
@@ -93,12 +290,25 @@ class ZipIteratorVariable(IteratorVariable):
         for it in self.iterators:
             item = it.next_item(tx)
             if item is None:
-                rest = self.iterators[len(items) + 1 :]
-                if self.strict and (items or any(i.next_item(tx) is not None for i in rest)):
-                    raise ObservedException(ValueError("zip() arguments differ in length"))
+                if self.strict:
+                    self.check_lengths(tx, len(items))
                 return None
             items.append(item)
         return TupleVariable(items)
+
+    def check_lengths(self, tx, ended: int):
+        """zip(strict=True) when iterable `ended` is exhausted: the others must be too (the
+        first that is not is asked for one item, as CPython's zip_next asks)."""
+        if ended > 0:
+            others = "argument 1" if ended == 1 else f"arguments 1-{ended}"
+            message = f"zip() argument {ended + 1} is shorter than {others}"
+            raise ObservedException(ValueError(message))
+        for number, it in enumerate(self.iterators[1:], 2):
+            if it.next_item(tx) is not None:
+                others = "argument 1" if number == 2 else f"arguments 1-{number - 1}"
+                raise ObservedException(
+                    ValueError(f"zip() argument {number} is longer than {others}")
+                )
 
     def remaining(self):
         """`zip(xs, ys)` or `enumerate(xs)` over known items: the tuples still to come."""
@@ -218,8 +428,13 @@ class GeneratorVariable(IteratorVariable):
     def call_method(self, tx, name, args, kwargs):
         item = self.next_item(tx, args[0] if name == "send" else None)
         if item is None:
-            raise ObservedException(StopIteration(self.returned))
+            raise ObservedException(self.stop_iteration())
         return item
+
+    def stop_iteration(self):
+        """`return value` in a generator is `StopIteration(value)` (no argument for None)."""
+        value = self.returned.as_python_constant() if self.returned is not None else None
+        return StopIteration() if value is None else StopIteration(value)
 
     def __repr__(self):
         return f"GeneratorVariable({self.frame.code.co_qualname})"

@@ -413,6 +413,13 @@ class UserObjectVariable(Variable):
         return self.iterate(tx).unpack(tx)
 
     def iterate(self, tx):
+        found = class_lookup(self.cls, "__iter__")
+        if found is None and class_lookup(self.cls, "__getitem__") is not None:
+            from .iterators import GetItemIteratorVariable  # iterators.py builds on this file
+
+            return GetItemIteratorVariable(self)  # the old sequence protocol: obj[0], obj[1] ...
+        if found is None or found[1] is None:  # `__iter__ = None` says "not iterable"
+            raise ObservedException(TypeError(f"'{self.cls.__name__}' object is not iterable"))
         return self.special(tx, "__iter__", []).iterate(tx)
 
     def truth(self, tx):

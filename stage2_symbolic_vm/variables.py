@@ -192,6 +192,10 @@ class ConstantVariable(Variable):
         value = tx.run_python(operator.getitem, self.as_python_constant(), key.as_python_constant())
         return ConstantVariable(value)
 
+    def setitem(self, tx, key, value):  # constants are immutable
+        kind = type(self.as_python_constant()).__name__
+        raise ObservedException(TypeError(f"'{kind}' object does not support item assignment"))
+
     def unpack(self, tx):
         return [ConstantVariable(v) for v in tx.run_python(list, self.as_python_constant())]
 
@@ -449,6 +453,18 @@ class ExceptionVariable(Variable):
             return tx.wrap_constant_result(self.exception.args, "args")
         if name == "__class__":
             return tx.wrap(type(self.exception), None)
+        if name in ("__cause__", "__context__"):  # set on the real object by RAISE_VARARGS
+            linked = getattr(self.exception, name)  # and control_flow.set_context
+            if linked is None and name == "__context__":
+                raise Unsupported(
+                    "unsupported_value",
+                    "the `__context__` of an exception raised outside any `except` block of the "
+                    "traced code: it is the exception the caller handles, if any",
+                )
+            return ConstantVariable(None) if linked is None else ExceptionVariable(linked)
+        value = getattr(self.exception, name, None)  # `stop.value`, `__suppress_context__`
+        if name != "__traceback__" and hasattr(self.exception, name) and is_constant_value(value):
+            return ConstantVariable(value)
         return super().get_attr(tx, name)
 
     def reconstruct(self, cg):

@@ -1,0 +1,200 @@
+"""Sets in the VM follow CPython's Objects/setobject.c: operators, methods, order, iteration."""
+
+import pytest
+import torch
+
+import stage4_fx
+from tests.oracle import assert_same_as_eager
+from tests.stage2.conformance import check, outcome
+
+pytestmark = pytest.mark.stage2
+
+
+class Token:
+    """Hashed and compared by identity (object's own __eq__ and __hash__)."""
+
+
+def test_operators_take_only_sets():
+    def case(x):
+        s = {1, 2}
+        return (
+            x + 1,
+            outcome(lambda: s | (3,)),
+            outcome(lambda: s & "ab"),
+            outcome(lambda: s - [1]),
+            outcome(lambda: s ^ {1: 2}),
+            outcome(lambda: s <= [1, 2]),
+            outcome(lambda: s > (1,)),
+        )
+
+    check(case, torch.ones(2))
+
+
+def test_in_place_operators_take_only_sets():
+    def case(x):
+        def ior():
+            s = {1}
+            s |= (2,)
+            return s
+
+        def isub():
+            s = {1}
+            s -= [1]
+            return s
+
+        return x + 1, outcome(ior), outcome(isub)
+
+    check(case, torch.ones(2))
+
+
+def test_methods_take_any_iterable():
+    def case(x):
+        s = {1, 2}
+        t = set(s)
+        t.update("xy", (3,))
+        t.difference_update([1])
+        t.intersection_update([2, 3, "x", "y", 9])
+        return (
+            x + 1,
+            sorted(s.union((3,), [4])),
+            s.issubset([1, 2, 3]),
+            s.issuperset(range(2)),
+            sorted(s.intersection(range(2))),
+            sorted(s.symmetric_difference([2, 5])),
+            s.isdisjoint([9]),
+            sorted(t, key=str),
+        )
+
+    check(case, torch.ones(2))
+
+
+def test_comparisons_are_subset_tests():
+    def case(x):
+        return (
+            x + 1,
+            {1} < {1, 2},
+            {1, 2} < {1, 2},
+            {1, 2} <= {1, 2},
+            {1, 2} >= {2},
+            {1} == frozenset({1}),
+            {1} == [1],
+            {1} != [1],
+        )
+
+    check(case, torch.ones(2))
+
+
+def test_the_result_has_the_type_of_the_left_operand():
+    def case(x):
+        frozen = frozenset({1})
+        alias = frozen
+        frozen |= {2}
+        return (
+            x + 1,
+            frozenset({1}) | {2},
+            {2} | frozenset({1}),
+            frozenset({1}).union([3]),
+            alias,
+            frozen,
+        )
+
+    check(case, torch.ones(2))
+
+
+def test_iteration_order_is_cpythons():
+    def case(x):
+        s = {3, 1, 2}
+        s.add(0)
+        t = {8, 16, 0}
+        return x + 1, list(s), list(t), list({v * 2 for v in range(5, 0, -1)})
+
+    check(case, torch.ones(2))
+
+
+def test_iterating_a_set_of_tensors_is_a_graph_break():
+    """Its order is the order of the tensors' ids, which the trace cannot know: a break that
+    says so, not the order the tensors were added in."""
+
+    def fn(x, y):  # the sum of two does not depend on their order (nor, then, on their ids)
+        return sum(t * 2 for t in {y, x}), len({x, y, x}), x in {y}
+
+    explained = stage4_fx.explain(fn)(torch.ones(2), torch.zeros(2))
+    assert any("order of a set of tensors" in str(b) for b in explained.break_reasons)
+    assert_same_as_eager(stage4_fx.compile(fn, backend="eager"), fn, torch.ones(2), torch.zeros(2))
+
+
+def test_pop_takes_cpythons_first_item():
+    def case(x):
+        s = {5, 3, 1}
+        first = s.pop()
+        return x + first, s, outcome(set().pop)
+
+    check(case, torch.ones(2))
+
+
+def test_changing_size_while_iterating_raises():
+    def case(x):
+        s = {1, 2}
+
+        def add():
+            for v in s:
+                s.add(v + 10)
+
+        def discard():
+            for v in s:
+                s.discard(v)
+
+        return x + 1, outcome(add), outcome(discard)
+
+    check(case, torch.ones(2))
+
+
+def test_unhashable_items_raise():
+    def case(x):
+        s = {1}
+        return (
+            x + 1,
+            outcome(lambda: {[1]}),
+            outcome(set, [[1]]),
+            outcome(s.add, {}),
+            outcome(lambda: [1] in s),
+            {1} in {frozenset({1})},
+            outcome(lambda: {1} in {1}),
+        )
+
+    check(case, torch.ones(2))
+
+
+def test_remove_discard_and_missing_items():
+    def case(x):
+        s = {1, 2}
+        s.discard(9)
+        s.remove(1)
+        return x + 1, s, outcome(s.remove, 9)
+
+    check(case, torch.ones(2))
+
+
+def test_objects_are_found_by_identity():
+    def case(x):
+        a, b = Token(), Token()
+        s = {a}
+        return x + 1, a in s, b in s, len(s | {a}), len({a, b})
+
+    check(case, torch.ones(2))
+
+
+def test_an_argument_set_is_changed_in_place():
+    def case(x, s):
+        s.add("new")
+        s.discard("old")
+        return x + len(s)
+
+    check(case, torch.ones(2), {"old", "kept"})
+
+
+def test_set_or_tuple_raises_out_of_the_function():
+    def fn(x):
+        return x, {1, 2} | (3,)
+
+    assert_same_as_eager(stage4_fx.compile(fn, backend="eager"), fn, torch.ones(2))
