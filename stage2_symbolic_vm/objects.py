@@ -26,7 +26,7 @@ import types
 
 from .containers import DictVariable, TupleVariable
 from .errors import CannotReconstruct, ObservedAttributeError, ObservedException, Unsupported
-from .side_effects import DELETED, DICT_BASES
+from .side_effects import DELETED, DICT_BASES, is_slot
 from .sources import DictItemSource, attr_of, item_of
 from .variables import (
     UNKNOWN,
@@ -322,6 +322,9 @@ class UserObjectVariable(Variable):
         it is missing is an assumption too: assigned later, it would hide the class's."""
         if self.value is None:
             return self.attrs.get(name)
+        view = tx.side_effects.instance_dicts.get(id(self))
+        if view is not None:  # the code holds `__dict__`: the attributes are read there
+            return view.getitem(tx, ConstantVariable(name)) if name in view.items else None
         source = item_of(attr_of(self.source, "__dict__"), name)
         instance = getattr(self.value, "__dict__", None)
         if instance is None:
@@ -333,7 +336,9 @@ class UserObjectVariable(Variable):
 
     def instance_dict(self, tx):
         if self.value is not None:
-            return tx.wrap(vars(self.value), attr_of(self.source, "__dict__"))
+            view = tx.wrap(vars(self.value), attr_of(self.source, "__dict__"))
+            tx.side_effects.hold_attributes_in(self, view)
+            return view
         view = DictVariable({})
         view.items = self.attrs  # the same dict: changes through `__dict__` are attribute changes
         return view
@@ -379,7 +384,18 @@ class UserObjectVariable(Variable):
             else:
                 self.attrs[name] = value
             return
+        if value is DELETED and not is_slot(self.cls, name) and not self.has_own(tx, name):
+            raise ObservedAttributeError(f"{self.cls.__name__!r} object has no attribute {name!r}")
         tx.side_effects.store_attr(self, name, value, generic=generic)
+
+    def has_own(self, tx, name) -> bool:
+        """Is `name` in the instance's own `__dict__` now (as the trace has changed it)?"""
+        try:
+            if tx.side_effects.load_attr(self, name) is not None:
+                return True
+        except ObservedAttributeError:  # the trace deleted it already
+            return False
+        return self.instance_attr(tx, name) is not None
 
     def del_attr(self, tx, name):
         found = class_lookup(self.cls, "__delattr__")

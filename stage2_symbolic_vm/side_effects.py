@@ -11,6 +11,8 @@ exactly so (torch/_dynamo/side_effects.py, `SideEffects.codegen_update_mutated`)
 """
 
 import collections
+import inspect
+import types
 from dataclasses import dataclass
 
 from .errors import ObservedAttributeError
@@ -49,6 +51,10 @@ class SideEffects:
         self.objects: dict[int, tuple[object, object]] = {}  # id(obj) -> (obj, its Variable)
         self.types: dict[int, type] = {}  # id of a tracked Variable -> the type of its object
         self.changed: dict[int, object] = {}  # id -> a tracked Variable the trace changed
+        # id of an object's Variable -> its `__dict__`, once the code holds that: from then
+        # on its attributes live there (two places for one attribute: one change would win)
+        self.instance_dicts: dict[int, object] = {}
+        self.owners: dict[int, object] = {}  # id of a `__dict__` -> its tracked object's Variable
 
     def __bool__(self):
         return bool(self.stores or self.containers)
@@ -71,6 +77,14 @@ class SideEffects:
         self.types[id(var)] = type(obj)
         for changed in list(self.changed.values()):
             self.keep_apart(changed, var)
+        # An object of a user class and its `__dict__`, reached by any two paths: one store
+        if hasattr(var, "instance_dict") and isinstance(getattr(obj, "__dict__", None), dict):
+            self.owners[id(obj.__dict__)] = var
+            held = self.objects.get(id(obj.__dict__))
+            if held is not None:
+                self.hold_attributes_in(var, held[1])
+        elif id(obj) in self.owners:
+            self.hold_attributes_in(self.owners[id(obj)], var)
 
     def same_object(self, a, b) -> bool | None:
         """`a is b` for two tracked Variables: one Variable per object, so the answer is
@@ -104,9 +118,33 @@ class SideEffects:
 
     def store_attr(self, obj, name: str, value, generic: bool = False):
         self.note_change(obj)
+        view = self.instance_dicts.get(id(obj))
+        if view is not None and not is_slot(obj.python_type(), name):
+            self.store_in(view, name, value)
+            return
         key = (id(obj), name)
         self.stores.pop(key, None)  # the last store goes last
         self.stores[key] = AttributeStore(obj, name, value, generic)
+
+    def hold_attributes_in(self, obj, view):
+        """The code holds `obj.__dict__` (`view`): the attributes the trace assigned so far
+        move into it, and later ones go there too (`store_attr`)."""
+        if id(obj) in self.instance_dicts:
+            return
+        self.instance_dicts[id(obj)] = view
+        for key in [key for key in self.stores if key[0] == id(obj)]:
+            store = self.stores.pop(key)
+            if not is_slot(obj.python_type(), store.name):
+                self.store_in(view, store.name, store.value)
+            else:
+                self.stores[key] = store
+
+    def store_in(self, view, name, value):
+        if value is DELETED:
+            view.items.pop(name, None)  # the caller checked that it was there
+        else:
+            view.items[name] = value
+        self.mutate(view)
 
     def load_attr(self, obj, name: str):
         """The value the trace assigned to `obj.name`, or None if it assigned none."""
@@ -146,6 +184,9 @@ class SideEffects:
             target = cg.stash()
             container.build(cg)
             writes.append((replace_contents, [target, cg.stash()]))
+            # What `build` made is a copy of the contents: the container itself is still the
+            # object its source reads (`box.items += [v]` keeps the list it changed)
+            cg.temps.pop(id(container), None)
         for store in self.stores.values():
             cg.reconstruct(store.obj)
             setter, arguments = delete_attribute, [cg.stash(), constant(store.name)]
@@ -179,9 +220,20 @@ def replace_contents(container, new):
         container.update(new)
 
 
+def is_slot(cls, name) -> bool:
+    """An attribute kept in a `__slots__` slot, not in the instance's `__dict__`."""
+    return isinstance(inspect.getattr_static(cls, name, None), types.MemberDescriptorType)
+
+
 def assign_attribute(obj, name, value, generic):
     (object.__setattr__ if generic else setattr)(obj, name, value)
 
 
 def delete_attribute(obj, name, generic):
+    """`del obj.name`, where the trace ended with the attribute deleted. The trace checked each
+    `del` itself, so an attribute missing now was assigned and deleted by the trace alone
+    (`obj.v = 1; del obj.v`): eager's object never had it, and there is nothing to delete."""
+    plain = generic or type(obj).__delattr__ is object.__delattr__
+    if plain and not is_slot(type(obj), name) and name not in getattr(obj, "__dict__", {}):
+        return
     (object.__delattr__ if generic else delattr)(obj, name)

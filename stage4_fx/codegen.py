@@ -106,6 +106,7 @@ class Codegen:
         self.globals = globals_  # the frame's: functions made in the trace must share them
         self.instructions: list = []
         self.temps: dict[int, str] = {}  # id of a mutable Variable -> the local holding it
+        self.temp_count = 0
 
     def add(self, *instructions):
         self.instructions.extend(instructions)
@@ -233,16 +234,19 @@ class Codegen:
             self.reconstruct(value)
         self.add(Instr("BUILD_MAP", len(items)))
 
+    def new_temp(self) -> str:
+        self.temp_count += 1
+        return f"___tmp_{self.temp_count - 1}"
+
     def keep(self, var):
         """Store a just-built mutable value in a temporary: later references reuse it."""
-        name = f"___tmp_{len(self.temps)}"
+        name = self.new_temp()
         self.temps[id(var)] = name
         self.add(Instr("COPY", 1), Instr("STORE_FAST", name))
 
     def stash(self):
         """Pop the value on top of the stack into a new temporary; return what pushes it."""
-        name = f"___tmp_{len(self.temps)}"
-        self.temps[name] = name  # (keys of the Variables' temporaries are ints: no clash)
+        name = self.new_temp()
         self.add(Instr("STORE_FAST", name))
         return lambda: self.add(Instr("LOAD_FAST", name))
 
