@@ -267,10 +267,12 @@ register("cumprod")(_scan("prod", 1))
 @register("nan_to_num")
 def nan_to_num(graph, out, x, nan=0.0, posinf=None, neginf=None):
     """NaN, inf and -inf replaced (by default by 0 and the dtype's extremes); other values and
-    integer tensors kept as they are."""
+    integer tensors kept as they are. None asks for the default, as ATen's optional
+    arguments do (`nan.value_or(0.)`, aten/src/ATen/native/UnaryOps.cpp)."""
     if not out.dtype.is_floating_point:
         return make_pointwise(lambda v: v, x, dtype=out.dtype)
     info, acc = torch.finfo(out.dtype), upcast(out.dtype)
+    nan = 0.0 if nan is None else nan
     posinf = info.max if posinf is None else posinf
     neginf = info.min if neginf is None else neginf
 

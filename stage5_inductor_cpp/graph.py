@@ -52,6 +52,7 @@ from .lowering import (
     EagerOnly,
     Fallback,
     as_pointwise,
+    by_position,
     is_tensor,
     make_pointwise,
 )
@@ -198,6 +199,8 @@ class GraphLowering:
         self.memory: dict[torch.fx.Node, tuple[object, list]] = {}
         self.stores: dict[torch.fx.Node, list[tuple[Layout, object]]] = {}
         self.channels_last = False  # whether images are stored channels-last (layouts.py)
+        self.visible: set[int] = set()  # the memory the program sees, as eager lays it out
+        self.eager_views: dict[str, int] = {}  # extern views in eager's memory -> their start
         self.stored: dict[int, tuple[Pointwise | Reduction, BufferView]] = {}  # by id: realize
         self.siblings: dict = {}  # linear node -> the linears sharing its input (bias_addmm.py)
         self.sibling_results: dict = {}  # linear node -> its slice of the group's product
@@ -251,6 +254,7 @@ class GraphLowering:
     def lower(self) -> "GraphLowering":
         self.meta = run_on_meta(self.gm, self.example_inputs)
         self.channels_last = layouts.prefers_channels_last(self.gm, self.device)
+        self.visible = layouts.visible_storages(self.gm, self.meta)
         resolve = lambda node: self.resolve(node.op, node.target)  # noqa: E731
         self.out_of_place = Functionalization(self.gm, self.meta, resolve).forms()
         self.siblings = linear_siblings(self.gm, self.meta)  # bias_addmm.py
@@ -272,12 +276,17 @@ class GraphLowering:
                 self.alias_written_inputs(node, env, written)
                 self.outputs = self.output(layouts.land_outputs(self, node, env))
                 self.write_back(written)
+            elif layouts.asks_layout(node):  # `x.stride()`: eager's answer, not our layout's
+                env[node] = layouts.eager_answer(self, node)
             elif node in self.out_of_place:
+                layouts.land_read_memory(self, node, env)  # `x.as_strided_(...)`
                 self.lower_out_of_place(node, env)
             else:
                 layouts.land_view_bases(self, node, env)
+                layouts.land_read_memory(self, node, env)
                 args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), env.__getitem__)
                 env[node] = self.lower_node(node, args, kwargs, env)
+                layouts.note_eager_views(self, node, env)
         return self
 
     # --- inputs written in place (functionalize.py): their final values go back -----------
@@ -463,7 +472,8 @@ class GraphLowering:
             if lowering is None:
                 raise Fallback("no lowering")
             out = made if made is not None else self.result_dtype(lowering, target, args, kwargs)
-            value = lowering(self, out, *args, **kwargs)
+            positional, named = by_position(key if op == "call_method" else target, args, kwargs)
+            value = lowering(self, out, *positional, **named)
             if is_tensor(value) and value.dtype != out.dtype:
                 raise Fallback(f"lowering gave {value.dtype}, torch gives {out.dtype}")
             return self.maybe_realize(node, value, users)

@@ -18,22 +18,33 @@ faster so, and a kernel between two of them (batch norm, ReLU, a residual add) t
 reads and writes with C innermost. Inductor decides the same ("layout optimization",
 `GraphLowering.decide_layout_opt` in torch/_inductor/graph.py). Outputs still land
 with eager's strides.
+
+Our layouts are free only where no one can see memory. `as_strided`, `view(dtype)`,
+`data_ptr()` and `untyped_storage()` read a tensor's memory itself (`MEMORY_READERS`),
+and a caller may read an output's (its `storage_offset()`, after a graph break): there
+the tensor, and the base its views are taken of, lands in memory exactly as in eager,
+the same strides and offset in a buffer as large as eager's storage (inductor requires
+exact strides of the inputs of the same ops). `x.stride()` and `x.is_contiguous()` get
+eager's answers, from the meta run.
 """
 
 import dataclasses
 import weakref
+from collections.abc import Hashable
 
 import torch
 import torch.fx
+import torch.utils._pytree as pytree
 
 from stage1_eval_frame.logs import get_logger
 
-from .ir import BufferView, InputBuffer, Layout, Reduction
-from .lowering import as_pointwise, is_tensor, reindex
-from .meta_run import CONVOLUTIONS, Snapshot, snapshot, storage_id
-from .sizes import hint
+from .ir import BufferView, ExternKernel, InputBuffer, Layout, Reduction
+from .lowering import EagerOnly, as_pointwise, is_tensor, reindex
+from .meta_run import CONVOLUTIONS, Snapshot, snapshot, storage_id, tensors_in
+from .sizes import as_size, hint
 
 log = get_logger("kernels")
+aten = torch.ops.aten
 
 
 def is_dense(size, stride) -> bool:
@@ -178,24 +189,24 @@ def of_an_input(value) -> bool:
 
 
 def land_view_bases(graph, node: torch.fx.Node, env: dict):
-    """Before `node` views a computed value whose memory an output shares, land that value."""
+    """Before `node` views a computed value whose memory the program sees (an output shares
+    it, or an op reads it: `visible_storages`), land that value in eager's memory."""
     meta = graph.meta
-    result = meta.values.get(node)
-    if not isinstance(result, torch.Tensor) or storage_id(result) not in meta.output_storages:
-        return
-    for arg in node.all_input_nodes:
+    seen = {storage_id(t) for t in tensors_in(meta.values.get(node))} & graph.visible
+    for arg in node.all_input_nodes if seen else ():
         base, value, want = meta.values[arg], env[arg], meta.snapshots.get(arg)
-        if (
+        if not (
             is_tensor(value)
             and isinstance(base, torch.Tensor)
-            and storage_id(base) == storage_id(result)
+            and storage_id(base) in seen
             and eager_stride(value, want) is not None
         ):
-            # An input stands for new memory where our lowering is the identity and eager's
-            # op copies (`floor` of an integer tensor): the view's base is landed as a copy.
-            copy = of_an_input(value) and storage_id(base) not in meta.input_storages
-            if copy or not of_an_input(value):
-                env[arg] = land(graph, value, want, copy=copy)
+            continue
+        # An input stands for new memory where our lowering is the identity and eager's
+        # op copies (`floor` of an integer tensor): the view's base is landed as a copy.
+        if not of_an_input(value) or storage_id(base) not in meta.input_storages:
+            copy = of_an_input(value) or needs_new_memory(graph, value, base, want)
+            env[arg] = land(graph, value, want, copy=copy)
 
 
 def land_outputs(graph, node: torch.fx.Node, env: dict):
@@ -218,6 +229,169 @@ def land_outputs(graph, node: torch.fx.Node, env: dict):
             elif of_an_input(value) and aliases_an_input:
                 value = restrided(value, want)  # a view of the input, in eager too
             else:  # an input's memory must not come back where eager returns new memory
-                value = by_value[id(env[arg])] = land(graph, value, want, copy=of_an_input(value))
+                copy = of_an_input(value) or needs_new_memory(graph, value, result, want)
+                value = by_value[id(env[arg])] = land(graph, value, want, copy=copy)
         landed[arg] = value
     return torch.fx.node.map_arg(node.args[0], landed.__getitem__)
+
+
+# ------------------------------------------------------------------------- memory a program reads
+
+# Ops whose answer depends on where the elements lie in memory, not only on their values:
+# `as_strided` reads the storage at the strides it is given, `view(dtype)` reinterprets the
+# bytes along the last dim (which must be contiguous), `resize_` keeps the first elements
+# of the storage, `data_ptr` and `untyped_storage` hand the memory out. The tensor they
+# read (their first argument) must be in memory as in eager. Inductor requires exact
+# strides of the inputs of the same ops (`as_strided_ops`, GraphLowering.run_node in
+# torch/_inductor/graph.py).
+MEMORY_READERS = {
+    torch.as_strided, torch.as_strided_scatter, torch.Tensor.as_strided,
+    "as_strided", "as_strided_", "as_strided_scatter", "resize_", "resize_as_",
+    "data_ptr", "untyped_storage", "storage", "_typed_storage",
+    aten.as_strided.default, aten.as_strided_.default, aten.as_strided_scatter.default,
+    aten.view.dtype,
+}  # fmt: skip
+# Questions about a tensor's layout: the code answers them as eager would (the meta run's
+# answer), whatever layout our kernels chose. Dynamo's graphs have them as constants already.
+LAYOUT_QUESTIONS = {
+    "stride", "is_contiguous", "storage_offset",
+    torch.Tensor.stride, torch.Tensor.is_contiguous, torch.Tensor.storage_offset,
+}  # fmt: skip
+
+
+def _calls(node: torch.fx.Node, targets) -> bool:
+    return (
+        node.op in ("call_function", "call_method")
+        and isinstance(node.target, Hashable)
+        and node.target in targets
+    )
+
+
+def reads_memory(node: torch.fx.Node) -> bool:
+    """Whether `node` reads its first argument's memory by its strides (`MEMORY_READERS`)."""
+    if node.op in ("call_function", "call_method") and node.target in ("view", torch.Tensor.view):
+        return any(isinstance(a, torch.dtype) for a in (*node.args, *node.kwargs.values()))
+    return _calls(node, MEMORY_READERS)
+
+
+def read_argument(node: torch.fx.Node):
+    """The tensor whose memory a `MEMORY_READERS` call reads: its first argument."""
+    return node.args[0] if node.args else node.kwargs.get("input", node.kwargs.get("self"))
+
+
+def visible_storages(gm: torch.fx.GraphModule, meta) -> set[int]:
+    """The memory a program can see: its outputs', and what `MEMORY_READERS` read."""
+    read = [meta.values.get(read_argument(n)) for n in gm.graph.nodes if reads_memory(n)]
+    return meta.output_storages | {storage_id(t) for t in read if isinstance(t, torch.Tensor)}
+
+
+def layout_bytes(layout: Layout | Snapshot) -> int:
+    """The bytes from the start of a buffer to the end of the last element `layout` reaches."""
+    if 0 in layout.size:
+        return 0
+    last = sum((n - 1) * st for n, st in zip(layout.size, layout.stride, strict=True))
+    return (layout.offset + last + 1) * layout.dtype.itemsize
+
+
+def storage_bytes(tensor: torch.Tensor) -> int:
+    return as_size(tensor.untyped_storage().nbytes())
+
+
+def owns_its_memory(graph, tensor: torch.Tensor, want: Snapshot) -> bool:
+    """Whether eager's `tensor` is the whole of new memory: a new tensor, or a view of one
+    that reaches all of it in its order (a copy is as good), not of an input's."""
+    return (
+        storage_id(tensor) not in graph.meta.input_storages
+        and want.offset == 0
+        and is_dense(want.size, want.stride)
+        and layout_bytes(want) == storage_bytes(tensor)
+    )
+
+
+def in_eager_memory(graph, value, tensor: torch.Tensor, want: Snapshot) -> bool:
+    """Whether `value` lies in memory as eager's `tensor` (`want`, its layout now) does: with
+    its strides, at its offset in eager's storage, which is an input's memory, torch's view
+    of memory laid out as eager's (`note_eager_views`), or a buffer as large as eager's."""
+    if not (isinstance(value, BufferView) and value.layout.size == want.size):
+        return False
+    layout, buffer = restrided(value, want).layout, value.buffer
+    owner = graph.meta.input_storages.get(storage_id(tensor))
+    if buffer.name in graph.eager_views:  # our offsets count from the view's first element
+        start = graph.eager_views[buffer.name]
+    elif owner is not None:  # ... from the input's first element
+        if not of_an_input(value):
+            return False
+        start = next(
+            t.storage_offset()
+            for t in tensors_in(graph.meta.values[owner])
+            if storage_id(t) == storage_id(tensor)
+        )
+    elif of_an_input(value) or (isinstance(buffer, ExternKernel) and buffer.may_alias):
+        return False  # an input's memory where eager's is new; a view of unknown memory
+    elif layout_bytes(buffer.layout) != storage_bytes(tensor):
+        return False  # a slice of a larger buffer (a linear's columns of a wider product)
+    else:
+        start = 0
+    return layout.stride == want.stride and layout.offset + as_size(start) == want.offset
+
+
+def note_eager_views(graph, node: torch.fx.Node, env: dict):
+    """After a call into torch that returns a view (`unfold`, `view(dtype)`): its result is
+    in eager's memory when the memory it views is, as torch takes the same view of the same
+    layout. Its buffer is noted with where it starts in that memory."""
+    value, result = env.get(node), graph.meta.values.get(node)
+    if not (
+        isinstance(value, BufferView)
+        and isinstance(value.buffer, ExternKernel)
+        and value.buffer.may_alias
+        and value.layout == value.buffer.layout
+        and isinstance(result, torch.Tensor)
+    ):
+        return
+    meta = graph.meta
+    viewed = [
+        a
+        for a in node.all_input_nodes
+        if isinstance(meta.values[a], torch.Tensor)
+        and storage_id(meta.values[a]) == storage_id(result)
+    ]
+    if viewed and all(
+        in_eager_memory(graph, env[a], meta.values[a], meta.snapshots[a]) for a in viewed
+    ):
+        graph.eager_views[value.buffer.name] = as_size(result.storage_offset())
+
+
+def needs_new_memory(graph, value, tensor: torch.Tensor, want: Snapshot) -> bool:
+    """Whether `value` must be copied to lie where eager's new tensor `tensor` does: it is a
+    channels-last image, a contiguous copy of a transposed sum, a linear's columns of a
+    wider product (bias_addmm.py), an input where eager copies."""
+    return owns_its_memory(graph, tensor, want) and not in_eager_memory(graph, value, tensor, want)
+
+
+def land_read_memory(graph, node: torch.fx.Node, env: dict):
+    """Before `node` reads a tensor's memory (`MEMORY_READERS`), put the tensor in memory as
+    in eager: a new tensor is copied there; a view is there if its base was landed
+    (`land_view_bases`); where neither holds, the graph runs in torch."""
+    arg = read_argument(node) if reads_memory(node) else None
+    if not isinstance(arg, torch.fx.Node) or not is_tensor(env[arg]):
+        return
+    tensor, want, value = graph.meta.values[arg], graph.meta.snapshots[arg], env[arg]
+    if in_eager_memory(graph, value, tensor, want):
+        return
+    if owns_its_memory(graph, tensor, want):
+        log.info("%s reads the memory of %s: stored in eager's layout", node.name, arg.name)
+        env[arg] = land(graph, value, want, copy=True)
+        return
+    raise EagerOnly(
+        f"{node.name} reads the memory of {arg.name}, a view of memory that our kernels "
+        "lay out otherwise than eager"
+    )
+
+
+def asks_layout(node: torch.fx.Node) -> bool:
+    return _calls(node, LAYOUT_QUESTIONS)
+
+
+def eager_answer(graph, node: torch.fx.Node):
+    """`x.stride()`, `x.is_contiguous()`, `x.storage_offset()` as eager answers them."""
+    return pytree.tree_map(as_size, graph.meta.values[node])

@@ -13,10 +13,14 @@ kernel (inductor inlines the same way). Reductions always write a buffer.
 """
 
 import dataclasses
+import functools
+import inspect
 import math
 import operator
+from collections.abc import Hashable
 
 import torch
+from torch.fx.operator_schemas import _torchscript_schema_to_signature, get_signature_for_torch_op
 
 from .ir import (
     BufferView,
@@ -79,6 +83,40 @@ def register(*targets, same_dtype: bool | int = False):
         return fn
 
     return decorate
+
+
+@functools.cache
+def _signatures(target) -> list[inspect.Signature]:
+    """torch's signatures of `target`: a Python function's own; a builtin's, or a Tensor
+    method's (by name), from the schemas of its ATen op."""
+    if isinstance(target, str):
+        schemas = torch._C._jit_get_schemas_for_operator(f"aten::{target}")
+        return [_torchscript_schema_to_signature(schema) for schema in schemas]
+    if inspect.isfunction(target):
+        return [inspect.signature(target)]
+    return get_signature_for_torch_op(target) or []
+
+
+def by_position(target, args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+    """The call with the keyword arguments that continue its positional ones in torch's
+    signature passed by position: `torch.argmax(input=x, dim=1)` is `argmax(x, 1)`, and
+    lowerings name their leading parameters as they like (`x`, `a, b`). Keywords after a
+    gap (`argmax(x, keepdim=True)`) and keyword-only ones (`decimals=`) stay keywords, under
+    torch's names. Inductor's lowerings get ATen's normalized arguments the same way."""
+    if not kwargs or not isinstance(target, Hashable):
+        return args, kwargs
+    for signature in _signatures(target):
+        try:
+            signature.bind(*args, **kwargs)
+        except TypeError:
+            continue  # another overload (`max(x, dim)`, `max(x, other)`)
+        args, kwargs = list(args), dict(kwargs)
+        for name, parameter in list(signature.parameters.items())[len(args) :]:
+            if name not in kwargs or parameter.kind == parameter.KEYWORD_ONLY:
+                break
+            args.append(kwargs.pop(name))
+        return tuple(args), kwargs
+    return args, kwargs
 
 
 def is_tensor(value) -> bool:
@@ -420,6 +458,26 @@ for _name, (_op, _promoted) in BINARY.items():
 for _target, _name in OPERATORS.items():
     if _name in LOWERINGS:
         LOWERINGS[_target] = LOWERINGS[_name]
+
+
+@register("round")
+def round_(graph, out, x, *, decimals=0):
+    """`round(x)`, or to `decimals` digits as torch's kernel rounds (`round_decimals_kernel`,
+    aten/src/ATen/native/cpu/UnaryOpsKernel.cpp): `nearbyint(x * 10**d) / 10**d`, and
+    `nearbyint(x / 10**-d) * 10**-d` for negative `d`, with `10**d` a double cast to the
+    dtype computed in (inf past a double's range)."""
+    if decimals == 0:
+        return _unary("round", "round")(graph, out, x)
+    compute = upcast(out.dtype)
+    scale = float(10 ** abs(decimals)) if abs(decimals) <= 308 else math.inf
+
+    def fn(v):
+        factor = ops.constant(scale, compute)
+        if decimals < 0:
+            return ops.mul(ops.round(ops.truediv(v, factor)), factor)
+        return ops.truediv(ops.round(ops.mul(v, factor)), factor)
+
+    return make_pointwise(fn, x, dtype=out.dtype)
 
 
 def _bitwise(logical):

@@ -29,7 +29,7 @@ import torch.utils._pytree as pytree
 from stage2_symbolic_vm import meta_cache
 
 from .lowering import EagerOnly
-from .sizes import as_sizes
+from .sizes import as_size, as_sizes
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,10 +39,14 @@ class Snapshot:
     size: tuple[int, ...]
     stride: tuple[int, ...]
     dtype: torch.dtype
+    offset: int = 0  # where it starts in its storage (`as_strided_` may move it)
 
 
 def snapshot(tensor: torch.Tensor) -> Snapshot:
-    return Snapshot(as_sizes(tensor.shape), as_sizes(tensor.stride()), tensor.dtype)
+    return Snapshot(
+        as_sizes(tensor.shape), as_sizes(tensor.stride()), tensor.dtype,
+        as_size(tensor.storage_offset()),
+    )  # fmt: skip
 
 
 def storage_id(tensor: torch.Tensor) -> int:

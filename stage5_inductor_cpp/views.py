@@ -88,7 +88,7 @@ RESHAPES = {
     "view_as": lambda x, other: other.ranges,
     "reshape_as": lambda x, other: other.ranges,
     "unsqueeze": lambda x, dim: _unsqueezed(x.ranges, _dim(dim, len(x.ranges) + 1)),
-    "squeeze": lambda x, dim=None: _squeezed(x.ranges, dim),
+    "squeeze": lambda x, *dims: _squeezed(x.ranges, dims[0] if len(dims) == 1 else dims or None),
     "flatten": lambda x, start_dim=0, end_dim=-1: _flattened(x.ranges, start_dim, end_dim),
     "unflatten": lambda x, dim, sizes: _unflattened(x.ranges, _dim(dim, len(x.ranges)), sizes),
 }
@@ -99,6 +99,8 @@ def _unsqueezed(ranges, dim):
 
 
 def _squeezed(ranges, dim):
+    """`squeeze()`, `squeeze(d)`, and `squeeze((d0, d1))` or `squeeze(d0, d1)` (torch takes a
+    list of dims as varargs too): each dim of size 1 goes, the others stay."""
     if dim is None:
         return tuple(s for s in ranges if s != 1)
     dims = {_dim(d, len(ranges)) for d in (dim if isinstance(dim, (list, tuple)) else [dim])}

@@ -142,3 +142,93 @@ def test_a_graph_that_leaves_the_kernels_device_runs_in_torch(fn):
     assert_same_as_eager(run, fn, torch.randn(3, 4))
     (reason,) = run.state["compiled"].torch_reasons
     assert "meta" in reason
+
+
+FLOATS = [torch.float32, torch.float16, torch.bfloat16, torch.float64]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda a: torch.nan_to_num(a, nan=None),
+        lambda a: a.nan_to_num(posinf=None),
+        lambda a: torch.nan_to_num(a, neginf=None),
+        lambda a: torch.nan_to_num(a, None, None, None),
+        lambda a: torch.nan_to_num(a, nan=None, posinf=1e10, neginf=-1e10),  # inf in float16
+    ],
+)
+def test_nan_to_num_takes_none_for_its_defaults(fn, dtype):
+    """None is the default: 0 for NaN, the dtype's extremes for the infinities."""
+    check_lowered(fn, specials.to(dtype))
+
+
+ROUNDED = torch.tensor([2.5, 3.5, -2.5, 1234.5678, 0.125, 15.0, 25.0, 1e30, -0.0, nan, inf])
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("decimals", [1, 2, -1, -2, 40, -400])
+def test_round_to_decimals_as_torchs_kernel(decimals, dtype):
+    """`x * 10**d` rounded then divided back (or divided, then multiplied, for d < 0): ties
+    to even, as torch's kernel; the values equal bit for bit."""
+    check_lowered(lambda a: torch.round(a, decimals=decimals), ROUNDED.to(dtype), rtol=0, atol=0)
+    check_lowered(lambda a: a.round(decimals=decimals), ROUNDED.to(dtype), rtol=0, atol=0)
+
+
+def test_round_to_decimals_of_integers_raises_as_eager():
+    fn = lambda a: torch.round(a, decimals=2)  # noqa: E731
+    assert_same_as_eager(compile_traced(fn), fn, torch.arange(4))
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda a: a.squeeze(0, 2),  # the dims as varargs
+        lambda a: a.squeeze(0, 1),  # dim 1 has size 3: it stays
+        lambda a: torch.squeeze(a, (0, 2)),
+        lambda a: torch.squeeze(a, dim=(-4, -2)),
+        lambda a: a.squeeze([1, -1]),
+        lambda a: a.squeeze(()),
+        lambda a: (a * 2).squeeze(2, 0),
+    ],
+)
+def test_squeeze_of_several_dims(fn):
+    check_lowered(fn, torch.randn(1, 3, 1, 2))
+
+
+# Torch's names for the leading parameters, given as keywords: our lowerings take them by
+# position (`lowering.by_position`).
+BY_KEYWORD = [
+    lambda a: torch.argmax(input=a),
+    lambda a: torch.argmax(input=a, dim=1, keepdim=True),
+    lambda a: torch.argmin(input=a, dim=-1),
+    lambda a: torch.argmax(a, keepdim=True),
+    lambda a: torch.amax(input=a, dim=(0, 2)),
+    lambda a: torch.amin(a, dim=(1, -1), keepdim=True),
+    lambda a: torch.sum(input=a, dim=1),
+    lambda a: torch.max(input=a, dim=0),
+    lambda a: torch.min(input=a, other=a * 2),
+    lambda a: torch.sin(input=a),
+    lambda a: torch.add(input=a, other=a, alpha=2),
+    lambda a: torch.where(a > 0, input=a, other=0.5),
+    lambda a: torch.clamp(input=a, min=0),
+    lambda a: torch.softmax(input=a, dim=1),
+    lambda a: F.gelu(input=a),
+    lambda a: torch.transpose(input=a, dim0=0, dim1=2),
+    lambda a: torch.swapaxes(input=a, axis0=0, axis1=1),
+    lambda a: torch.permute(input=a, dims=(2, 0, 1)),
+    lambda a: torch.reshape(input=a, shape=(6, 4)),
+    lambda a: torch.flatten(input=a, start_dim=1),
+    lambda a: torch.unsqueeze(input=a, dim=0),
+    lambda a: torch.narrow(input=a, dim=1, start=0, length=2),
+    lambda a: torch.cat(tensors=[a, a], dim=1),
+    lambda a: torch.var_mean(input=a, dim=1),
+    lambda a: torch.cumsum(input=a, dim=1),
+    lambda a: a.expand(size=(2, 2, 3, 4)),
+    lambda a: a.sum(dim=1, keepdim=True),
+]
+
+
+@pytest.mark.parametrize("fn", BY_KEYWORD)
+def test_arguments_given_by_keyword(fn):
+    check_lowered(fn, torch.randn(2, 3, 4))
