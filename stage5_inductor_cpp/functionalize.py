@@ -36,9 +36,10 @@ import operator
 
 import torch
 import torch.fx
+import torch.utils._pytree as pytree
 
 from .ir import ComputedBuffer, Layout
-from .lowering import EagerOnly
+from .lowering import EagerOnly, register
 from .meta_run import MetaRun, storage_id, tensors_in
 
 IN_PLACE_OPERATORS = {
@@ -85,6 +86,14 @@ def without_inplace(fn, args, kwargs):
     if at is None:
         return args, kwargs
     return (*args[:at], *args[at + 1 :]), {k: v for k, v in kwargs.items() if k != "inplace"}
+
+
+def unchanged(tensor, index, value):
+    """`x[i] = x[i]` out of place (`Functionalization.stores_itself`): `x` as it is."""
+    return tensor
+
+
+register(unchanged, same_dtype=True)(lambda graph, out, tensor, index, value: tensor)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -215,6 +224,8 @@ class Functionalization:
             )
         later = {u for n in same for u in n.users if self.position[u] > self.position[node]}
         op, fn = out_of_place_target(node, self.resolve(node))
+        if self.stores_itself(node, tensor):
+            op, fn = "call_function", unchanged  # the place holds these values already
         return OutOfPlace(
             op, fn, tuple(same), len(later), owner, self.relative(node, owner, base),
             self.relative(node, target, base), tuple(aliases),
@@ -278,5 +289,28 @@ class Functionalization:
                 raise EagerOnly(f"{where} and into {other.name}")
         for other in node.all_input_nodes:  # eager reads them as it writes: refused, or mixed
             value = self.meta.values[other]
-            if value is not tensor and any(overlaps(t, tensor) for t in tensors_in(value)):
+            if (
+                value is not tensor
+                and any(overlaps(t, tensor) for t in tensors_in(value))
+                and not (self.stores_itself(node, tensor) and other is node.args[2])
+            ):
                 raise EagerOnly(f"{where}, whose memory {other.name} shares and reads then")
+
+    def stores_itself(self, node, tensor: torch.Tensor) -> bool:
+        """Whether `node` is `x[i] = x[i]`, which stores each element onto itself: Python runs
+        `x[i] += v` so (an in-place add into the view `x[i]`, then `setitem` of that view),
+        and the add has already written the place the setitem copies onto."""
+        if node.target is not operator.setitem or not isinstance(node.args[2], torch.fx.Node):
+            return False
+        value = self.meta.values[node.args[2]]
+        if not isinstance(value, torch.Tensor):
+            return False
+        index = torch.fx.node.map_arg(node.args[1], self.meta.values.__getitem__)
+        if any(isinstance(i, torch.Tensor) for i in pytree.tree_leaves(index)):
+            return False  # positions that a tensor holds: `x[i]` is a copy, not a place
+        place = tensor[index]
+        return (place.storage_offset(), place.shape, place.stride()) == (
+            value.storage_offset(),
+            value.shape,
+            value.stride(),
+        ) and storage_id(place) == storage_id(value)
