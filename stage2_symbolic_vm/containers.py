@@ -28,8 +28,6 @@ from .errors import ObservedException, Unsupported
 from .sources import attr_of
 from .variables import UNKNOWN, ConstantVariable, TensorVariable, Variable
 
-MISSING = object()  # an optional argument not given (None may be given)
-
 
 def unhashable(kind: type) -> ObservedException:
     return ObservedException(TypeError(f"unhashable type: '{kind.__name__}'"))
@@ -178,12 +176,13 @@ class SequenceVariable(ContainerVariable):
 
     def getitem(self, tx, key):
         index = self.index_of(key)
-        if isinstance(index, slice):  # a slice of a namedtuple is a plain tuple (type(self)
-            return type(self)(self.items[index])  # has the default tuple_type)
+        if isinstance(index, slice):  # a namedtuple's slice is a tuple (TupleVariable's default
+            return type(self)(self.items[index])  # tuple_type), a torch.Size's a torch.Size
         return self.items[index]
 
     def setitem(self, tx, key, value):
-        raise ObservedException(TypeError("'tuple' object does not support item assignment"))
+        kind = self.python_type().__name__
+        raise ObservedException(TypeError(f"'{kind}' object does not support item assignment"))
 
     def build(self, cg):
         cg.build_sequence(self.items, "BUILD_LIST" if self.python_type() is list else "BUILD_TUPLE")
@@ -367,8 +366,8 @@ class DictVariable(ContainerVariable):
 
     def put(self, key: Variable, value: Variable):
         k = key_of(key)
-        if not isinstance(key, ConstantVariable) and k not in self.items:  # an existing key
-            self.key_vars[k] = key  # keeps its object, as in CPython
+        if not isinstance(key, ConstantVariable) and k not in self.items:  # a new key (an old
+            self.key_vars[k] = key  # one keeps its object, as in CPython)
         self.items[k] = value
 
     def key_var(self, k) -> Variable:

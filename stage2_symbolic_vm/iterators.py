@@ -74,7 +74,8 @@ class IteratorVariable(Variable):
 
 
 class ListIteratorVariable(IteratorVariable):
-    """An iterator over a known list of items (a list, a tuple, a range, a dict's keys)."""
+    """An iterator over items known when it is made (a range, a string, a constant tuple,
+    the rows of `itertools.product`)."""
 
     def __init__(self, items):
         self.items, self.index = list(items), 0
@@ -84,9 +85,6 @@ class ListIteratorVariable(IteratorVariable):
             return None
         self.index += 1
         return self.items[self.index - 1]
-
-    def peek(self, n):
-        return self.items[self.index : self.index + n]
 
     def remaining(self) -> list:
         return self.items[self.index :]
@@ -108,8 +106,9 @@ class SequenceIteratorVariable(IteratorVariable):
         if not 0 <= self.index < len(items):
             self.sequence = None
             return None
+        item = items[self.index]
         self.index += -1 if self.backwards else 1
-        return items[self.index + (1 if self.backwards else -1)]
+        return item
 
     def remaining(self):
         if self.sequence is None or not 0 <= self.index < len(self.sequence.items):
@@ -213,8 +212,8 @@ class CallableIteratorVariable(IteratorVariable):
         except ObservedException as error:
             if not isinstance(error.exception, StopIteration):
                 raise
-            value = self.sentinel
-        if value is self.sentinel or equal(tx, self.sentinel, value):
+            value = None
+        if value is None or equal(tx, self.sentinel, value):  # CPython compares sentinel == value
             self.fn = None
             return None
         return value

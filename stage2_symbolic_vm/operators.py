@@ -22,6 +22,7 @@ Anything the VM does not model stops it with a reason.
 
 import collections
 import operator
+import types
 
 from .containers import (
     DictVariable,
@@ -95,8 +96,12 @@ def is_set_like(value) -> bool:
     if isinstance(value, DictViewVariable):
         return value.kind != "values"
     if isinstance(value, ConstantVariable):
-        return isinstance(value.as_python_constant(), (set, frozenset))
+        return isinstance(value.value, (set, frozenset))
     return isinstance(value, SetVariable)
+
+
+def is_items_view(value) -> bool:
+    return isinstance(value, DictViewVariable) and value.kind == "items"
 
 
 def type_name(value) -> str:
@@ -212,7 +217,7 @@ def set_operator(tx, fn, a, b):
     the operator on the real sets and dicts of their keys, and decides which kinds combine
     (`{1} | (2,)` is a TypeError, `d.keys() | (2,)` is not)."""
     for view in (a, b):  # its stand-in would be a list, which the operators refuse
-        if getattr(view, "kind", None) == "items" and python_value(tx, view) is NOT_CONSTANT:
+        if is_items_view(view) and python_value(tx, view) is NOT_CONSTANT:
             reason = "set operators on the items of a dict whose values are not constants"
             raise Unsupported("unsupported_value", reason)
     left, left_vars = stand_in(tx, a)
@@ -311,7 +316,7 @@ def python_value(tx, value):
         return value.items  # keys compare as their items do
     if isinstance(value, DictViewVariable) and value.kind == "keys":
         return value.dict_var.items.keys()
-    if isinstance(value, DictVariable) or getattr(value, "kind", None) == "items":
+    if isinstance(value, DictVariable) or is_items_view(value):
         d = value if isinstance(value, DictVariable) else value.dict_var
         values = [python_value(tx, d.value(tx, k)) for k in list(d.items)]
         if NOT_CONSTANT in values:
@@ -363,6 +368,8 @@ def compare_slot(tx, fn, a, b):
     kind = a.python_type() if identity is UNKNOWN else type(identity)
     if kind.__eq__ is object.__eq__:  # a module, a class, a function: object's (identity)
         return NotImplemented
+    if identity is not UNKNOWN and kind is types.BuiltinFunctionType:  # `len`, `torch.add`:
+        return NotImplemented  # equal when they are one function of one object
     raise Unsupported("unsupported_value", f"comparison {fn.__name__} of {a} and {b}")
 
 
@@ -427,7 +434,7 @@ def set_compare(tx, fn, a, b):
     values = python_value(tx, a), python_value(tx, b)
     if NOT_CONSTANT not in values:
         return ConstantVariable(tx.run_python(fn, *values))
-    size_a, size_b = (len(v.dict_var.items if is_view(v) else v.items) for v in (a, b))
+    size_a, size_b = set_size(a), set_size(b)
     if fn in (operator.eq, operator.ne):
         same = size_a == size_b and all_contained_in(tx, a, b)
         return ConstantVariable(same == (fn is operator.eq))
@@ -436,8 +443,10 @@ def set_compare(tx, fn, a, b):
     return ConstantVariable(fn(size_a, size_b) and all_contained_in(tx, b, a))
 
 
-def is_view(value) -> bool:
-    return isinstance(value, DictViewVariable)
+def set_size(value) -> int:
+    if isinstance(value, DictViewVariable):
+        return len(value.dict_var.items)
+    return len(value.value if isinstance(value, ConstantVariable) else value.items)
 
 
 def all_contained_in(tx, a, b) -> bool:

@@ -121,6 +121,15 @@ def test_identity_is_tried_before_eq():
     check(case, torch.ones(2))
 
 
+def test_functions_are_found_by_identity():
+    def case(x):
+        fns = [len, torch.relu, case]
+        found = (torch.relu in fns, len == fns[0], fns.count(abs), case in fns)
+        return x + fns.index(torch.relu), found
+
+    check(case, torch.ones(2))
+
+
 def test_equal_lists_of_one_tensor():
     def case(x):
         return x + 1, [x, 1] == [x, 1], [x] != [x], [x, [x]] == [x, [x]]
