@@ -101,7 +101,7 @@ class Building:
         update = self.pop()
         if not isinstance(update, DictVariable):
             raise Unsupported("unsupported_value", f"`**` of {update}")
-        self.stack[-inst.arg].items.update(update.items)
+        self.stack[-inst.arg].update(self, update, {})  # the keys' Variables too
 
     def DICT_MERGE(self, inst):
         update = self.pop()
@@ -110,4 +110,4 @@ class Building:
             update = update.items_var(self)  # `**output` of a dict subclass
         if not isinstance(update, DictVariable) or set(update.items) & set(target.items):
             raise ObservedException(TypeError("`**` of a non-dict, or a repeated keyword"))
-        target.items.update(update.items)
+        target.update(self, update, {})

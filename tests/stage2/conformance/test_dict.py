@@ -317,6 +317,15 @@ def test_an_argument_dict_is_changed_in_place():
     check(case, torch.ones(2), {"scale": 2.0, "unused": 1})
 
 
+def test_unpacking_keeps_keys_that_are_not_constants():
+    def case(x):
+        d = {(1, x): "tuple", x: "tensor"}
+        merged = {**d, "more": 1}
+        return x + 1, merged, dict(**{"a": x}), [k is x for k in merged]
+
+    check(case, torch.ones(2))
+
+
 def test_copy_is_independent():
     def case(x):
         d = {"a": [1]}
