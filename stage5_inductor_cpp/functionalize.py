@@ -180,7 +180,8 @@ class Functionalization:
         nodes up to `node` that are that tensor."""
         if node.op == "call_module":
             raise EagerOnly(f"{node.name}: the module {node.target!r} writes into its input")
-        target = node.kwargs["out"] if "out" in node.kwargs else (node.args or [None])[0]
+        first = node.args[0] if node.args else node.kwargs.get("input")  # `F.relu(input=x, ...)`
+        target = node.kwargs.get("out", first)
         if target not in self.meta.writes[node]:
             names = ", ".join(n.name for n in self.meta.writes[node])
             raise EagerOnly(f"{node.name} writes into {names}, not into its first argument")

@@ -455,6 +455,8 @@ class GraphLowering:
         if target in (operator.getitem, getattr) and isinstance(args[0], tuple):
             return target(*args)  # an item of a lowering's tuple (`x.max(-1).values`): no code
         args, kwargs = without_inplace(target, args, kwargs)
+        if op != "call_module":  # `F.conv2d(input=x, weight=w)`: by position, as lowerings take
+            args, kwargs = by_position(key if op == "call_method" else target, args, kwargs)
         made = None  # a factory's result, made now: its value, size and dtype
         if op != "call_module" and not any(map(_is_ir, pytree.tree_leaves((args, kwargs)))):
             made = call_now(target, args, kwargs)  # shape arithmetic (`x.size(0) * 2`)
@@ -472,8 +474,7 @@ class GraphLowering:
             if lowering is None:
                 raise Fallback("no lowering")
             out = made if made is not None else self.result_dtype(lowering, target, args, kwargs)
-            positional, named = by_position(key if op == "call_method" else target, args, kwargs)
-            value = lowering(self, out, *positional, **named)
+            value = lowering(self, out, *args, **kwargs)
             if is_tensor(value) and value.dtype != out.dtype:
                 raise Fallback(f"lowering gave {value.dtype}, torch gives {out.dtype}")
             return self.maybe_realize(node, value, users)

@@ -41,7 +41,7 @@ from stage1_eval_frame.logs import get_logger
 from .ir import BufferView, ExternKernel, InputBuffer, Layout, Reduction
 from .lowering import EagerOnly, as_pointwise, is_tensor, reindex
 from .meta_run import CONVOLUTIONS, Snapshot, snapshot, storage_id, tensors_in
-from .sizes import as_size, hint
+from .sizes import as_size, hint, same
 
 log = get_logger("kernels")
 aten = torch.ops.aten
@@ -302,9 +302,9 @@ def owns_its_memory(graph, tensor: torch.Tensor, want: Snapshot) -> bool:
     that reaches all of it in its order (a copy is as good), not of an input's."""
     return (
         storage_id(tensor) not in graph.meta.input_storages
-        and want.offset == 0
+        and same(want.offset, 0)
         and is_dense(want.size, want.stride)
-        and layout_bytes(want) == storage_bytes(tensor)
+        and same(layout_bytes(want), storage_bytes(tensor))
     )
 
 
@@ -328,11 +328,13 @@ def in_eager_memory(graph, value, tensor: torch.Tensor, want: Snapshot) -> bool:
         )
     elif of_an_input(value) or (isinstance(buffer, ExternKernel) and buffer.may_alias):
         return False  # an input's memory where eager's is new; a view of unknown memory
-    elif layout_bytes(buffer.layout) != storage_bytes(tensor):
+    elif not same(layout_bytes(buffer.layout), storage_bytes(tensor)):
         return False  # a slice of a larger buffer (a linear's columns of a wider product)
     else:
         start = 0
-    return layout.stride == want.stride and layout.offset + as_size(start) == want.offset
+    return all(map(same, layout.stride, want.stride)) and same(
+        layout.offset + as_size(start), want.offset
+    )
 
 
 def note_eager_views(graph, node: torch.fx.Node, env: dict):

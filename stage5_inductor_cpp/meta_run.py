@@ -28,7 +28,7 @@ import torch.utils._pytree as pytree
 
 from stage2_symbolic_vm import meta_cache
 
-from .lowering import EagerOnly
+from .lowering import EagerOnly, by_position
 from .sizes import as_size, as_sizes
 
 
@@ -108,9 +108,12 @@ def on_meta_device(kwargs: dict) -> dict:
 CONVOLUTIONS = (torch.conv2d, torch.nn.functional.conv2d)
 
 
-def channels_last_convolution(target, args) -> bool:
-    """Whether `target(*args)` is a 2-D convolution of a channels-last image or weight."""
-    if target not in CONVOLUTIONS or len(args) < 2:
+def channels_last_convolution(target, args, kwargs) -> bool:
+    """Whether `target(*args, **kwargs)` is a 2-D convolution of a channels-last image or weight."""
+    if target not in CONVOLUTIONS:
+        return False
+    args, _ = by_position(target, args, kwargs)  # `F.conv2d(input=x, weight=w)`
+    if len(args) < 2:
         return False
     return any(
         isinstance(t, torch.Tensor) and t.dim() == 4 and not t.is_contiguous()
@@ -215,7 +218,7 @@ class MetaRun:
         if isinstance(module, torch.nn.Conv2d) and module.padding_mode == "zeros":
             target, args, kwargs = torch.conv2d, (*args, *conv2d_arguments(module)), {}
         if isinstance(result, torch.Tensor) and (
-            target in STRIDES_FROM_A_CALL or channels_last_convolution(target, args)
+            target in STRIDES_FROM_A_CALL or channels_last_convolution(target, args, kwargs)
         ):
             stride = strides_from_a_call(target, self.device, args, kwargs)
             result = torch.empty_strided(result.shape, stride, dtype=result.dtype, device="meta")

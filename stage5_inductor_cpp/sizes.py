@@ -111,6 +111,16 @@ def decide(compare, a, b) -> bool:
     return bool(_current.shape_env.evaluate_expr(relation))
 
 
+def same(a, b) -> bool:
+    """Whether two sizes are equal for every value of the symbols: `2*(s0 + 1)` is `2*s0 + 2`
+    (no guard: an identity, not a decision)."""
+    if not (is_symbolic(a) or is_symbolic(b)):
+        return a == b
+    import sympy
+
+    return sympy.expand(a - b) == 0
+
+
 def maximum(a, b):
     """`max(a, b)` of sizes (Python's `max` would ask sympy a question it cannot answer)."""
     return a if decide(operator.ge, a, b) else b

@@ -450,6 +450,12 @@ def conv_of_channels_last(a):
     return F.conv2d(a, weight) + 1
 
 
+@case(image_cl, randn(6), externs=("conv2d",))
+def conv_by_keywords(a, b):
+    y = F.conv2d(input=a, weight=weight, bias=b, padding=1)  # channels-last, as eager's
+    return y, F.relu(input=y * 2, inplace=True)
+
+
 @case(image)
 def pools(a):
     return F.max_pool2d(a, 2), F.avg_pool2d(a, 3, 1, 1), F.adaptive_avg_pool2d(a, 1)

@@ -22,7 +22,7 @@ import stage4_fx
 import stage5_inductor_cpp
 from stage5_inductor_cpp import bias_addmm
 from tests.oracle import assert_same_as_eager
-from tests.stage5.helpers import compile_traced, lowered
+from tests.stage5.helpers import KeepGraphs, compile_traced, lowered
 
 WEIGHT = torch.randn(3, 2, 1, 1)
 W1, B1, W2, B2 = torch.randn(3, 4), torch.randn(3), torch.randn(3, 4), torch.randn(3)
@@ -204,3 +204,40 @@ def test_a_call_into_torch_that_views_landed_memory_is_in_eagers_memory():
         lambda a: F.conv2d(a, WEIGHT).unfold(-1, 2, 1).as_strided((4,), (1,)) + 0, image()
     )
     assert not run.state["compiled"].torch_reasons
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda a: (a.t() * 2).as_strided((2, 2), (1, 2)) + 1,
+        lambda a: (a + 1)[1:].view(torch.int32) + 0,
+        lambda a: F.conv2d(a.view(1, 1, *a.shape), WEIGHT[:, :1]).as_strided((4,), (1,)) * 1,
+    ],
+)
+def test_symbolic_sizes_read_by_strides(fn):
+    """With symbolic sizes, eager's memory is compared as expressions (`sizes.same`): one
+    code serves every size."""
+    graphs = KeepGraphs()
+    stage4_fx.reset()
+    compiled = stage4_fx.compile(fn, backend=graphs, dynamic=True)
+    for shape in [(4, 6), (5, 7), (6, 9)]:
+        assert_same_as_eager(compiled, fn, torch.randn(shape))
+    assert all(graph.symbolic is not None for graph in graphs.graphs), [
+        graph.per_size_reason for graph in graphs.graphs
+    ]
+
+
+def test_an_output_is_alone_in_its_memory_as_eagers():
+    """A linear's result is its columns of the product of both weights (bias_addmm.py): with
+    one row, the strides are eager's, but the offset and the storage are not. The caller
+    reads both after a graph break: the output is copied to memory of its own."""
+
+    def fn(a):
+        first, second = F.linear(a, W1, B1), F.linear(a, W2, B2)
+        offsets = first.storage_offset(), second.storage_offset()  # a graph break
+        return offsets, second.untyped_storage().nbytes(), second.as_strided((2,), (1,)) * 1
+
+    stage4_fx.reset()
+    graphs = KeepGraphs()
+    assert_same_as_eager(stage4_fx.compile(fn, backend=graphs), fn, torch.randn(1, 4))
+    assert all(not graph.torch_reasons for graph in graphs.graphs)
