@@ -101,6 +101,17 @@ class ExternValue:
     meta: object  # the result on meta tensors, for the externs that consume it
 
 
+class MethodOf:
+    """`value.name(...)` for a value that torch made and that is not a tensor (a storage, a
+    named tuple): a call into torch at run time, as a Tensor method's is."""
+
+    def __init__(self, name: str):
+        self.name = self.__name__ = name
+
+    def __call__(self, value, *args, **kwargs):
+        return getattr(value, self.name)(*args, **kwargs)
+
+
 class LoweringError(Exception):
     """A bug of ours: a lowering disagrees with torch on a graph that torch accepts."""
 
@@ -452,6 +463,8 @@ class GraphLowering:
     def lower_call(self, node, op: str, key, args, kwargs, users: int):
         """Lower the call `op`/`key` (`node`'s, or its out-of-place form) to IR or an extern."""
         target = self.resolve(op, key)
+        if op == "call_method" and isinstance(args[0], ExternValue):  # not a tensor's method
+            target = MethodOf(key)  # `x.untyped_storage().nbytes()`
         if target in (operator.getitem, getattr) and isinstance(args[0], tuple):
             return target(*args)  # an item of a lowering's tuple (`x.max(-1).values`): no code
         args, kwargs = without_inplace(target, args, kwargs)

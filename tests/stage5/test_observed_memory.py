@@ -100,12 +100,15 @@ def observers(y: torch.Tensor) -> dict:
     }
 
 
-# Symbolic trace only (Dynamo's graphs break at them, or hold them as constants).
+# Symbolic trace only (Dynamo's graphs break at them, or hold them as constants); a
+# storage is not a tensor: its methods are called by name (`graph.MethodOf`).
 TRACED_OBSERVERS = {
     "stride": lambda t: (t * 1, t.stride()),
     "is_contiguous": lambda t: (t * 1, t.is_contiguous()),
     "storage_offset": lambda t: (t * 1, t.storage_offset()),
     "data_ptr_distance": lambda t: (t * 1, t[-1:].data_ptr() - t.data_ptr()),
+    "storage_bytes": lambda t: (t * 1, t.untyped_storage().nbytes()),
+    "storage_start": lambda t: (t * 1, t.untyped_storage().data_ptr() - t.data_ptr()),
 }
 
 
@@ -162,7 +165,7 @@ def test_views_of_laid_out_values_read_by_strides(producer, view, observer):
 
 @pytest.mark.parametrize("observer", TRACED_OBSERVERS)
 @pytest.mark.parametrize("producer", ["conv", "transposed_sum", "slice_of_computed"])
-def test_layout_questions_get_eagers_answers(producer, observer):
+def test_layout_questions_and_storage_reads_get_eagers_answers(producer, observer):
     check_observed(*program(producer, "none", TRACED_OBSERVERS[observer]))
 
 
