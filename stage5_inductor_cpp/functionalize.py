@@ -149,6 +149,10 @@ def span(tensor: torch.Tensor) -> tuple[int, int]:
     return tensor.storage_offset(), tensor.storage_offset() + last + 1
 
 
+def where_in_memory(tensor: torch.Tensor) -> tuple:
+    return storage_id(tensor), tensor.storage_offset(), tensor.shape, tensor.stride(), tensor.dtype
+
+
 def overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
     (a0, a1), (b0, b1) = span(a), span(b)
     return storage_id(a) == storage_id(b) and a0 < b1 and b0 < a1
@@ -309,9 +313,4 @@ class Functionalization:
         index = torch.fx.node.map_arg(node.args[1], self.meta.values.__getitem__)
         if any(isinstance(i, torch.Tensor) for i in pytree.tree_leaves(index)):
             return False  # positions that a tensor holds: `x[i]` is a copy, not a place
-        place = tensor[index]
-        return (place.storage_offset(), place.shape, place.stride()) == (
-            value.storage_offset(),
-            value.shape,
-            value.stride(),
-        ) and storage_id(place) == storage_id(value)
+        return where_in_memory(tensor[index]) == where_in_memory(value)
