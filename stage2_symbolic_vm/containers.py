@@ -658,6 +658,7 @@ class SetVariable(ContainerVariable):
                 self.key_vars.setdefault(keys[-1], var)
         self.items = set_type(keys)  # inserted in order, as BUILD_SET and set(iterable) insert
         self.source, self.set_type = source, set_type
+        self.changes = []  # (method, argument keys) of each change, for `replay`
 
     @classmethod
     def of_keys(cls, keys, key_vars: dict) -> "SetVariable":
@@ -705,6 +706,39 @@ class SetVariable(ContainerVariable):
     MUTATING = frozenset({"add", "remove", "discard", "pop", "clear", "update"})
     MUTATING |= {"intersection_update", "difference_update", "symmetric_difference_update"}
 
+    def call_method(self, tx, name, args, kwargs):
+        result = super().call_method(tx, name, args, kwargs)
+        if name in self.MUTATING and self.source is not None:  # what `replay` makes again
+            self.record(tx, name, args)
+        return result
+
+    def record(self, tx, name, args):
+        """Keep a change of a set from outside: its method and arguments as keys. An iterable
+        is kept as its keys in its order, and its kind: CPython grows the set's table ahead
+        for another set or a dict (set_update_internal), one item at a time for the rest."""
+        if name in ("add", "remove", "discard"):
+            arguments = [(None, set_key(arg)) for arg in args]
+        else:
+            iterables = [stand_in(tx, arg)[0] for arg in args]
+            arguments = [(REPLAYED_AS.get(type(i), tuple), tuple(i)) for i in iterables]
+        self.changes.append((name, arguments, dict(self.key_vars)))
+
+    def replay(self, cg):
+        """Push the list of this set's changes (method, arguments), for side_effects'
+        `replay_changes`: the real set goes through the same operations as eager's."""
+        for name, arguments, key_vars in self.changes:
+            cg.load_const(name)
+            known = {**key_vars, **self.key_vars}
+            for kind, key in arguments:
+                if kind is None:
+                    push_key(cg, key, known)
+                else:
+                    cg.call_callable(kind, lambda key=key, known=known: push_key(cg, key, known))
+            cg.collect("BUILD_LIST", len(arguments))
+            cg.collect("BUILD_TUPLE", 2)
+        cg.collect("BUILD_LIST", len(self.changes))
+        return cg.stash()
+
     def combine(self, tx, name, others):
         """`s.union(*others)` & co: the real method, run by CPython on the keys, each other
         iterable given as an object that iterates as it does (`stand_in`)."""
@@ -731,6 +765,25 @@ class SetVariable(ContainerVariable):
 
     def __repr__(self):
         return f"SetVariable({list(self.items)!r})"
+
+
+# What an iterable argument of a set's change is made again as (any other: a tuple).
+REPLAYED_AS = {set: set, frozenset: set, dict: dict.fromkeys, type({}.keys()): dict.fromkeys}
+
+
+def push_key(cg, key, key_vars: dict):
+    """Push a key as the object it stands for: a constant, a tuple of keys, or the Variable
+    of an object that is not a constant (a tensor, an object from outside)."""
+    if isinstance(key, tuple) and any(isinstance(k, Variable) for k in key):
+        for item in key:
+            push_key(cg, item, key_vars)
+        cg.collect("BUILD_TUPLE", len(key))
+    elif isinstance(key, Variable):
+        cg.reconstruct(key)
+    elif key in key_vars:
+        cg.reconstruct(key_vars[key])
+    else:
+        cg.load_const(key)
 
 
 def set_key(item: Variable):

@@ -212,6 +212,14 @@ def call_special(tx, obj, name, other):
     return result
 
 
+IN_PLACE_SET_METHODS = {
+    operator.ior: "update",
+    operator.iand: "intersection_update",
+    operator.isub: "difference_update",
+    operator.ixor: "symmetric_difference_update",
+}
+
+
 def set_operator(tx, fn, a, b):
     """`a | b`, `a &= b` & co where one side is a set or a dict's keys or items: CPython runs
     the operator on the real sets and dicts of their keys, and decides which kinds combine
@@ -225,6 +233,8 @@ def set_operator(tx, fn, a, b):
     result = tx.run_python(fn, left, right)
     if isinstance(a, SetVariable) and result is a.items:  # `s |= t` changed s itself
         a.key_vars = {k: v for k, v in {**right_vars, **a.key_vars}.items() if k in a.items}
+        if a.source is not None:  # `s |= t` is `s.update(t)` to the set's table, & co
+            a.record(tx, IN_PLACE_SET_METHODS[fn], [b])
         a.changed(tx)
         return a
     return SetVariable.of_keys(result, {**right_vars, **left_vars})

@@ -93,7 +93,7 @@ class SideEffects:
         if id(a) not in self.types or id(b) not in self.types:
             return None
         if a is not b:
-            self.assume_distinct(a, b)
+            self.keep_apart(a, b)
         return a is b
 
     def note_change(self, var):
@@ -106,13 +106,12 @@ class SideEffects:
             self.keep_apart(var, other)
 
     def keep_apart(self, changed, other):
-        """Objects of one type can be one object on a later call: assume they are not."""
+        """Objects of one type can be one object on a later call: assume they are not. Each
+        goes in the trace's set of objects that are all distinct (one DISTINCT guard checks
+        them at once: objects of two types are never one object, so that asks no more)."""
         if other is not changed and self.types[id(other)] is self.types[id(changed)]:
-            self.assume_distinct(changed, other)
-
-    def assume_distinct(self, a, b):
-        first, second = sorted((a.source, b.source), key=lambda source: source.name())
-        self.trace.assume("distinct", first, second)  # in one order: one guard per pair
+            self.trace.assume("distinct", changed.source)
+            self.trace.assume("distinct", other.source)
 
     # --- the changes -----------------------------------------------------------------------
 
@@ -182,6 +181,10 @@ class SideEffects:
         for container in self.containers.values():
             cg.load_source(container.source)
             target = cg.stash()
+            replay = getattr(container, "replay", None)
+            if replay is not None:  # a set: its changes themselves, in order (see SetVariable)
+                writes.append((replay_changes, [target, replay(cg)]))
+                continue
             container.build(cg)
             writes.append((replace_contents, [target, cg.stash()]))
             # What `build` made is a copy of the contents: the container itself is still the
@@ -218,6 +221,15 @@ def replace_contents(container, new):
     else:
         container.clear()
         container.update(new)
+
+
+def replay_changes(container, changes):
+    """Make the changes `(method name, arguments)` again, in order, on the real container. A
+    set's order of iteration depends on how its table was filled and emptied, not only on
+    its items: rebuilt from its final items, the caller's set would iterate in another order
+    than eager leaves it in."""
+    for name, arguments in changes:
+        getattr(container, name)(*arguments)
 
 
 def is_slot(cls, name) -> bool:

@@ -203,9 +203,9 @@ class Assumption:
     the class's, or that the code found missing), "module_hooks" (a module
     still has no hooks), and the global state "grad_mode", "inference_mode",
     "default_dtype", "default_device" and "autocast" (`source` is None for those).
-    Two kinds relate two sources (`other`): "alias" (both paths reach one object, which
-    the trace gave one Variable) and "distinct" (two objects the trace kept apart: one
-    was changed, or the code asked `a is b`).
+    "alias" relates two sources (`other`): both paths reach one object, which the trace
+    gave one Variable. "distinct": the object is none of the others so marked (the trace
+    kept them apart: it changed one of two objects of a type, or the code asked `a is b`).
     """
 
     kind: str

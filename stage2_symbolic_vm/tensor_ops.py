@@ -303,6 +303,8 @@ def record_call(tx, target, args: list, kwargs: dict):
     # What the op writes: by its name and arguments, and by the meta run itself (an op that
     # writes in place bumps its tensor's version counter: `x.__iadd__(y)` too).
     changes = mutated_arguments(target, name, args, kwargs) or written
+    for changed in changes:  # an input changed in place must not be another input next time
+        tx.side_effects.note_change(changed)
     if same is not None and not changes:
         if device == same.device:
             return same  # `x.contiguous()`, `x.to(x.dtype)`: the op returned its input unchanged

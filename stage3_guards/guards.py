@@ -99,8 +99,10 @@ class Guard:
                 actual = f"{type(error).__name__}: {error}"
             if self.kind == "SHAPE_ENV":  # a relation: "L['x'].size()[0] >= 2 failed: ... = 1"
                 return f"{check.code} failed: {actual}"
-            if self.kind in ("ALIAS", "DISTINCT"):  # a relation of two objects: said whole
+            if self.kind == "ALIAS":  # a relation of two objects: said whole
                 return check.what
+            if self.kind == "DISTINCT":
+                return actual
             where = f" of {self.source.describe()}" if self.source is not None else ""
             expected = check.show(check.expected)
             return f"{check.what}{where} changed: expected {expected}, got {actual}"
@@ -433,13 +435,28 @@ def alias(source: Source, value, names: Names, other: Source) -> Guard:
     return Guard("ALIAS", source, f"is {same}", (check,), names.objects)
 
 
-def distinct(source: Source, value, names: Names, other: Source) -> Guard:
-    """Two objects the trace kept apart (it changed one, or asked `a is b`): passed as one
-    object, a change through one path would show through the other."""
-    expr, apart = source.name(), other.name()
-    what = f"{source.describe()} and {other.describe()} are one object now, two before"
-    check = Check(f"{expr} is not {apart}", what, None, "None")
-    return Guard("DISTINCT", source, f"is not {apart}", (check,), names.objects)
+def distinct(sources: list[Source], names: Names) -> Guard:
+    """Objects the trace kept apart (it changed one of two objects of a type, or asked
+    `a is b`): passed as one object, a change through one path would show through the
+    other. All of them at once, as torch's NO_TENSOR_ALIASING guard checks its tensors."""
+    exprs = [source.name() for source in sources]
+    code = f"len({{{', '.join(f'id({e})' for e in exprs)}}}) == {len(exprs)}"
+    shared = names(first_shared, "first_shared")
+    described = [source.describe() for source in sources]
+    actual = f"{shared}([{', '.join(exprs)}], {described!r})"
+    check = Check(code, "distinctness", None, actual, str)
+    summary = f"{len(exprs)} objects, no two the same"
+    return Guard("DISTINCT", None, summary, (check,), names.objects)
+
+
+def first_shared(values: list, described: list[str]) -> str:
+    """Which two of the objects are one now: what a failed DISTINCT guard says."""
+    seen = {}
+    for value, where in zip(values, described, strict=True):
+        if id(value) in seen:
+            return f"{seen[id(value)]} and {where} are one object now, two before"
+        seen[id(value)] = where
+    return "no two are the same"
 
 
 def grad_mode(source: None, value, names: Names) -> Guard:
@@ -498,7 +515,7 @@ GUARD_BUILDERS = {
     "dict_keys": dict_keys_match,
     "absent": absent,
     "alias": alias,
-    "distinct": distinct,
+    "distinct": lambda source, value, names: distinct([source], names),  # see build_guards
     "module_hooks": module_hooks,
     "grad_mode": grad_mode,
     "inference_mode": inference_mode,
@@ -512,7 +529,6 @@ assert set(GUARD_BUILDERS) == set(Assumption.KINDS), "every assumption kind need
 # `len(L['xs'])` only runs once `L['xs']` is known to be a list again.
 _ORDER = {"type": 0, "id": 0, "function": 0, "tensor": 1, "constant": 1, "length": 2}
 _ORDER |= {"dict_keys": 2, "absent": 2, "module_hooks": 2, "alias": 3, "distinct": 3}
-PAIR_KINDS = ("alias", "distinct")  # their builders take the other source too
 
 
 def build_guards(assumptions, L: dict, G: dict, F=None, shapes=None) -> list[Guard]:
@@ -526,17 +542,24 @@ def build_guards(assumptions, L: dict, G: dict, F=None, shapes=None) -> list[Gua
         symbolic = {s: v for s, v in shapes.tracked if isinstance(v, torch.Tensor)}
     names = Names()
     guards = []
+    apart = [a.source for a in assumptions if a.kind == "distinct"]
     for assumption in sorted(assumptions, key=_check_order):
         if assumption.kind == "type" and assumption.source in tensors:
             continue  # TENSOR_MATCH checks the type already
+        if assumption.kind == "distinct":
+            continue  # one guard for all of them, below
         source = assumption.source
-        readable = source is not None and assumption.kind not in ("absent", *PAIR_KINDS)
+        readable = source is not None and assumption.kind not in ("absent", "alias")
         value = source.get(L, G, F) if readable else None
         if assumption.kind == "tensor" and source in symbolic:
             guards.append(symbolic_tensor_match(source, value, names, symbolic[source], shapes.env))
             continue
-        pair = (assumption.other,) if assumption.kind in PAIR_KINDS else ()
-        guards.append(GUARD_BUILDERS[assumption.kind](source, value, names, *pair))
+        if assumption.kind == "alias":
+            guards.append(alias(source, value, names, assumption.other))
+            continue
+        guards.append(GUARD_BUILDERS[assumption.kind](source, value, names))
+    if apart:  # after every check of the paths it reads
+        guards.append(distinct(apart, names))
     shape_guard = shape_env_guard(shapes)
     return guards if shape_guard is None else [*guards, shape_guard]
 

@@ -224,6 +224,10 @@ class Codegen:
             self.reconstruct(item)
         self.add(Instr(opname, len(items)))
 
+    def collect(self, opname: str, count: int):
+        """BUILD_LIST or BUILD_TUPLE of the `count` values on top of the stack."""
+        self.add(Instr(opname, count))
+
     def build_map(self, items: dict, key_vars: dict | None = None):
         """A dict of Variable values; keys are constants, or Variables in `key_vars`."""
         for key, value in items.items():

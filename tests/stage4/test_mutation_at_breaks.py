@@ -217,6 +217,24 @@ def test_a_tensor_reached_by_two_paths_is_one_input():
     torch.testing.assert_close(compiled(other, box), bump(other.clone(), Box(torch.zeros(3))))
 
 
+@pytest.mark.parametrize(
+    "backend", ["eager", "aot_eager", inductor], ids=["eager", "aot", "inductor"]
+)
+def test_a_tensor_changed_in_place_is_not_another_input(backend):
+    """Traced with two tensors, called with one twice: the functional graph would read the
+    second input before the first was changed. A DISTINCT guard recompiles instead."""
+
+    def bump(a, b):
+        a.add_(1)
+        return b * 2
+
+    compiled = stage4_fx.compile(bump, backend=backend)
+    compiled(torch.zeros(3), torch.zeros(3))
+    ours, theirs = torch.zeros(3), torch.zeros(3)
+    torch.testing.assert_close(compiled(ours, ours), bump(theirs, theirs))
+    torch.testing.assert_close(ours, theirs)
+
+
 # --- fullgraph=True never runs a frame eagerly --------------------------------------------------
 
 
