@@ -212,10 +212,6 @@ class ConstantVariable(Variable):
         return f"ConstantVariable({self.value!r})"
 
 
-def constant_args(args, kwargs):
-    return [a.as_python_constant() for a in args], {
-        k: v.as_python_constant() for k, v in kwargs.items()
-    }
 def method_argument(tx, value: Variable):
     """An argument of a constant's method: a constant, or a dict of constants read now into a
     new dict (`str.format_map`, `str.translate` only read it)."""
@@ -226,6 +222,10 @@ def method_argument(tx, value: Variable):
     }
 
 
+def constant_args(args, kwargs):
+    return [a.as_python_constant() for a in args], {
+        k: v.as_python_constant() for k, v in kwargs.items()
+    }
 
 
 class TensorVariable(Variable):
