@@ -46,8 +46,9 @@ from .functions import (
     is_torch_function,
     torch_query,
 )
+from .iterators import ListIteratorVariable, SequenceIteratorVariable
 from .objects import UserClassVariable, UserObjectVariable, is_python_class
-from .sources import attr_of, item_of
+from .sources import ReducedSource, attr_of, item_of
 from .variables import (
     BoundMethodVariable,
     ConstantVariable,
@@ -59,6 +60,7 @@ from .variables import (
 )
 
 DICT_TYPES = (dict, collections.OrderedDict, collections.defaultdict, types.MappingProxyType)
+LIST_ITERATORS = (type(iter([])), type(reversed([])))
 
 
 def wrap(tx, value, source):
@@ -82,7 +84,7 @@ def wrap(tx, value, source):
 # The objects whose identity a program can observe: it changes them in place, or a change
 # through one path must show through another. Tuples, strings and numbers cannot change;
 # functions and classes are guarded by what they are.
-MUTABLE_TYPES = (list, set, *DICT_TYPES[:-1])  # not a mappingproxy: it is read-only
+MUTABLE_TYPES = (list, set, *DICT_TYPES[:-1], *LIST_ITERATORS)  # not a read-only mappingproxy
 
 
 def has_identity(value) -> bool:
@@ -128,6 +130,8 @@ def wrap_new(tx, value, source):
         assume("type")
         items = [tx.read(item(v, i)) for i, v in enumerate(value)]
         return TupleVariable(items, source, tuple_type=type(value))
+    if type(value) in LIST_ITERATORS and source is not None:
+        return wrap_list_iterator(tx, value, source)
     if type(value) in DICT_TYPES:
         if not all(is_constant_value(k) for k in value):
             raise Unsupported(
@@ -223,6 +227,22 @@ def wrap_new(tx, value, source):
     if is_python_class(value):
         return UserClassVariable(value, source)
     return ObjectVariable(value, source, trace if source is not None else None)
+
+
+def wrap_list_iterator(tx, value, source):
+    """`iter(xs)` or `reversed(xs)` from outside (a loop's iterator that a resume function
+    receives): an iterator over the very list, at its position, both read through what
+    CPython pickles it as. It reads the list as it steps, so the items the rest of the loop
+    appends are reached, and the real iterator is moved as the trace moved it."""
+    tx.trace.assume("type", source)
+    _, (sequence,), *position = value.__reduce__()
+    if not position:  # exhausted: it holds no list any more
+        tx.trace.assume("length", ReducedSource(source, (1, 0)))
+        return ListIteratorVariable([])
+    items = tx.read(LazyVariable(sequence, ReducedSource(source, (1, 0))))
+    tx.trace.assume("constant", ReducedSource(source, (2,)))
+    backwards = type(value) is LIST_ITERATORS[1]
+    return SequenceIteratorVariable(items, backwards, position[0], source)
 
 
 def holds_int_argument(value: tuple, source) -> bool:

@@ -25,6 +25,7 @@ import operator
 import sys
 
 from .errors import ObservedException, Unsupported
+from .side_effects import replay_changes
 from .sources import attr_of
 from .variables import UNKNOWN, ConstantVariable, TensorVariable, Variable
 
@@ -723,9 +724,12 @@ class SetVariable(ContainerVariable):
             arguments = [(REPLAYED_AS.get(type(i), tuple), tuple(i)) for i in iterables]
         self.changes.append((name, arguments, dict(self.key_vars)))
 
-    def replay(self, cg):
-        """Push the list of this set's changes (method, arguments), for side_effects'
-        `replay_changes`: the real set goes through the same operations as eager's."""
+    def write_back(self, cg):
+        """`replay_changes` of the list of this set's changes (method, arguments): the real set
+        goes through the same operations as eager's (side_effects.py)."""
+        return replay_changes, [self.push_changes(cg)]
+
+    def push_changes(self, cg):
         for name, arguments, key_vars in self.changes:
             cg.load_const(name)
             known = {**key_vars, **self.key_vars}

@@ -65,10 +65,18 @@ class IteratorVariable(Variable):
         graph break, stage 4 passes them to the resume function as a list."""
         return None
 
+    def exact_snapshot(self) -> bool:
+        """Are `remaining()`'s items the ones eager will give, whatever the code does next?
+        Not for an iterator over a list, dict or set: the rest of the function may change it
+        (eager's iterator would then reach an appended item, or raise)."""
+        return True
+
     def reconstruct(self, cg):
         remaining = self.remaining()
         if remaining is None:
             raise CannotReconstruct(f"{self}: an iterator part-way through its items")
+        if not self.exact_snapshot():
+            raise CannotReconstruct(f"{self}: an iterator over a list, dict or set that may change")
         cg.call_callable(iter, lambda: cg.build_sequence(remaining, "BUILD_LIST"))
         cg.keep(self)
 
@@ -95,13 +103,19 @@ class SequenceIteratorVariable(IteratorVariable):
     CPython's list iterator does (an item appended during the loop is reached), and once past
     the end it lets go of the list, so it stays exhausted even if the list grows again."""
 
-    def __init__(self, sequence: SequenceVariable, backwards=False):
-        self.sequence, self.backwards = sequence, backwards
-        self.index = len(sequence.items) - 1 if backwards else 0
+    def __init__(self, sequence: SequenceVariable, backwards=False, index=None, source=None):
+        self.sequence, self.backwards, self.source = sequence, backwards, source
+        start = len(sequence.items) - 1 if backwards else 0
+        self.index = start if index is None else index
+
+    def python_type(self):
+        return type(reversed([])) if self.backwards else type(iter([]))
 
     def next_item(self, tx):
         if self.sequence is None:
             return None
+        if self.source is not None:  # a real iterator from outside: moved as this one moves
+            tx.side_effects.mutate(self)
         items = self.sequence.items
         if not 0 <= self.index < len(items):
             self.sequence = None
@@ -109,6 +123,15 @@ class SequenceIteratorVariable(IteratorVariable):
         item = items[self.index]
         self.index += -1 if self.backwards else 1
         return item
+
+    def exact_snapshot(self):
+        return self.sequence is None or self.sequence.python_type() is not list
+
+    def write_back(self, cg):
+        """The real iterator from outside, moved to where the trace left this one (or run to
+        its end, so that it lets go of its list as eager's did)."""
+        index = None if self.sequence is None else self.index
+        return move_iterator, [lambda: cg.load_const(index)]
 
     def remaining(self):
         if self.sequence is None or not 0 <= self.index < len(self.sequence.items):
@@ -126,6 +149,15 @@ class SequenceIteratorVariable(IteratorVariable):
                 lambda: cg.load_const(self.index),
             )
         cg.keep(self)
+
+
+def move_iterator(iterator, index):
+    """Put a real list iterator at `index`, or exhaust it (index None)."""
+    if index is None:
+        for _ in iterator:
+            pass
+    else:
+        iterator.__setstate__(index)
 
 
 def iterator_at(make_iterator, sequence, index: int):
@@ -148,6 +180,9 @@ class DictIteratorVariable(IteratorVariable):
 
     def python_type(self):
         return type(self.iterator)
+
+    def exact_snapshot(self):
+        return False
 
     def next_item(self, tx):
         item = tx.run_python(next, self.iterator, END)
@@ -185,6 +220,9 @@ class SetIteratorVariable(IteratorVariable):
 
     def python_type(self):
         return type(self.iterator)
+
+    def exact_snapshot(self):
+        return False
 
     def next_item(self, tx):
         key = tx.run_python(next, self.iterator, END)
@@ -308,6 +346,9 @@ class ZipIteratorVariable(IteratorVariable):
                 raise ObservedException(
                     ValueError(f"zip() argument {number} is longer than {others}")
                 )
+
+    def exact_snapshot(self):
+        return all(it.exact_snapshot() for it in self.iterators)
 
     def remaining(self):
         """`zip(xs, ys)` or `enumerate(xs)` over known items: the tuples still to come."""

@@ -181,9 +181,10 @@ class SideEffects:
         for container in self.containers.values():
             cg.load_source(container.source)
             target = cg.stash()
-            replay = getattr(container, "replay", None)
-            if replay is not None:  # a set: its changes themselves, in order (see SetVariable)
-                writes.append((replay_changes, [target, replay(cg)]))
+            write_back = getattr(container, "write_back", None)
+            if write_back is not None:  # a set's changes, in order; an iterator's position
+                function, pushers = write_back(cg)
+                writes.append((function, [target, *pushers]))
                 continue
             container.build(cg)
             writes.append((replace_contents, [target, cg.stash()]))

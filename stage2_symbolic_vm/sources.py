@@ -176,6 +176,31 @@ class DictItemSource(Source):
 
 
 @dataclass(frozen=True)
+class ReducedSource(Source):
+    """A part of what an object's `__reduce__()` returns: `path` (1, 0) is the list a list
+    iterator walks, (2,) its position. CPython pickles an iterator so; nothing else reaches
+    the list from Python."""
+
+    base: Source
+    path: tuple
+
+    def name(self):
+        return f"{self.base.name()}.__reduce__(){''.join(f'[{i}]' for i in self.path)}"
+
+    def describe(self):
+        part = "the list" if self.path == (1, 0) else "the position"
+        return f"{part} of the iterator {self.base.describe()}"
+
+
+def reduced_part(obj, path: tuple):
+    """The value a ReducedSource names (what stage 4's new code calls)."""
+    value = obj.__reduce__()
+    for index in path:
+        value = value[index]
+    return value
+
+
+@dataclass(frozen=True)
 class SizeSource(Source):
     """`base.size()[dim]`: one size of a tensor, where a symbolic size is read again at each
     call (torch: `TensorPropertySource(base, TensorProperty.SIZE, dim)`)."""

@@ -280,7 +280,7 @@ def _local_name(source: Source) -> str:
     base = getattr(source, "base", None)
     if base is None:  # a builtin, a closure cell, an imported module
         return source.name()
-    step = source.member if isinstance(source, AttrSource) else source.index
+    step = source.member if isinstance(source, AttrSource) else getattr(source, "index", "part")
     return f"{_local_name(base)}_{step}"
 
 

@@ -36,8 +36,10 @@ from stage2_symbolic_vm.sources import (
     ImportSource,
     ItemSource,
     LocalSource,
+    ReducedSource,
     SizeSource,
     Source,
+    reduced_part,
 )
 from stage2_symbolic_vm.trace import Node
 from stage2_symbolic_vm.variables import CellVariable, Variable
@@ -305,6 +307,12 @@ def _load_item(cg: Codegen, source: ItemSource):
     cg.add(Instr("BINARY_SUBSCR"))
 
 
+def _load_reduced(cg: Codegen, source: ReducedSource):  # the list a list iterator walks
+    cg.call_callable(
+        reduced_part, lambda: cg.load_source(source.base), lambda: cg.load_const(source.path)
+    )
+
+
 def _load_size(cg: Codegen, source: SizeSource):  # a symbol's value: `torch.Tensor.size(x, 0)`
     cg.call_callable(
         torch.Tensor.size, lambda: cg.load_source(source.base), lambda: cg.load_const(source.dim)
@@ -321,6 +329,7 @@ SOURCE_LOADERS = {
     DictItemSource: _load_dict_item,
     ItemSource: _load_item,
     SizeSource: _load_size,
+    ReducedSource: _load_reduced,
 }
 
 

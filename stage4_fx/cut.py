@@ -150,6 +150,7 @@ def slot_kinds(prefix, state, live) -> tuple[Slot, ...]:
         elif (
             isinstance(var, IteratorVariable)
             and var.remaining() is not None
+            and var.exact_snapshot()  # else the iterator itself (a list's: over the list)
             and (sum(v is var for v in held) == 1)
         ):
             kinds.append(ITERATOR)
@@ -175,7 +176,10 @@ def simple_instruction(instructions, index, abstract, position_of):
     The emitted instructions are copies of the original ones (line numbers
     kept, so a traceback points at the user's line).
     """
-    inst, after = instructions[index], instructions[index + 1]
+    inst = instructions[index]
+    if index + 1 == len(instructions):  # `raise` at the very end: nothing to resume after
+        raise CannotCut("unresumable_instruction", f"{inst.opname}, the last instruction")
+    after = instructions[index + 1]
     this = abstract[position_of[inst.offset]].copy()
     if inst.opname == "CALL":  # KW_NAMES (and 3.11's PRECALL) before it were run by the VM
         before = [abstract[position_of[i.offset]].copy() for i in instructions[index - 2 : index]]

@@ -4,6 +4,7 @@ import dis
 import os
 import types
 
+import pytest
 import torch
 
 import stage4_fx
@@ -122,3 +123,21 @@ def test_resume_functions_of_a_library_function_are_compiled():
     torch.testing.assert_close(compiled(x), f(x))
     graphs = [frame.graph for frame in compiled.options.frames if frame.graph is not None]
     assert len(graphs) == 2  # x + 1 before the break, x * 2 and x - 1 in the resume function
+
+
+def reraise(x):
+    x = x + 1
+    raise  # the exception the caller is handling: the VM cannot know it, a break
+
+
+def test_a_break_at_the_last_instruction_runs_the_frame_eagerly():
+    """Nothing follows a bare `raise` at the end of a function: no resume function, the frame
+    runs eagerly (it was an IndexError of the compiler)."""
+    compiled = stage4_fx.compile(reraise)
+    try:
+        raise ValueError("handled")
+    except ValueError:
+        with pytest.raises(ValueError, match="handled"):
+            compiled(torch.ones(2))
+    (record,) = compiled.options.breaks
+    assert record.kind == "unresumable_instruction" and record.eager_frame
