@@ -42,7 +42,7 @@ def silu(graph, out, x):
 
 @register("gelu")
 def gelu(graph, out, x, approximate="none"):
-    dtype = out.dtype
+    dtype = upcast(out.dtype)  # the constants too: float16's sqrt(0.5) is 0.70703
 
     def c(value):
         return ops.constant(value, dtype)
@@ -62,7 +62,7 @@ def gelu(graph, out, x, approximate="none"):
                 ops.mul(v, c(0.5)), ops.add(c(1.0), ops.erf(ops.mul(v, c(math.sqrt(0.5)))))
             )
 
-    return make_pointwise(fn, x, dtype=dtype)
+    return make_pointwise(fn, x, dtype=out.dtype)
 
 
 @register("clamp", "clip")
@@ -109,8 +109,9 @@ def hardtanh(graph, out, x, min_val=-1.0, max_val=1.0):
 @register("leaky_relu")
 def leaky_relu(graph, out, x, negative_slope=0.01):
     def fn(v):
-        zero = ops.constant(0, out.dtype)
-        return ops.where(ops.gt(v, zero), v, ops.mul(v, ops.constant(negative_slope, out.dtype)))
+        acc = upcast(out.dtype)  # as torch's kernels take the slope: in float for float16
+        zero = ops.constant(0, acc)
+        return ops.where(ops.gt(v, zero), v, ops.mul(v, ops.constant(negative_slope, acc)))
 
     return make_pointwise(fn, x, dtype=out.dtype)
 
@@ -492,8 +493,9 @@ def dropout(graph, out, x, p=0.5, training=True):
 @register("softplus")
 def softplus(graph, out, x, beta=1.0, threshold=20.0):
     def fn(v):
-        scaled = ops.mul(v, ops.constant(beta, out.dtype))
-        soft = ops.truediv(ops.log1p(ops.exp(scaled)), ops.constant(beta, out.dtype))
-        return ops.where(ops.gt(scaled, ops.constant(threshold, out.dtype)), v, soft)
+        acc = upcast(out.dtype)
+        scaled = ops.mul(v, ops.constant(beta, acc))
+        soft = ops.truediv(ops.log1p(ops.exp(scaled)), ops.constant(beta, acc))
+        return ops.where(ops.gt(scaled, ops.constant(threshold, acc)), v, soft)
 
     return make_pointwise(fn, x, dtype=out.dtype)

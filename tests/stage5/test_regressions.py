@@ -232,3 +232,19 @@ BY_KEYWORD = [
 @pytest.mark.parametrize("fn", BY_KEYWORD)
 def test_arguments_given_by_keyword(fn):
     check_lowered(fn, torch.randn(2, 3, 4))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        F.gelu,
+        lambda a: F.gelu(a, approximate="tanh"),  # std::tanh of a _Float16: no C++ compiled
+        lambda a: F.leaky_relu(a, 0.01),
+        lambda a: F.softplus(a, beta=1.7, threshold=3.3),
+    ],
+)
+def test_activations_of_half_floats_take_their_constants_in_float(fn, dtype):
+    """torch computes float16 and bfloat16 in float, its constants too (sqrt(0.5) is 0.70703
+    in float16); so do our kernels."""
+    check_lowered(fn, (torch.randn(4096) * 3).to(dtype))
