@@ -130,7 +130,9 @@ class KernelWriter:
     def indirect_indexing(self, value: Value, size: int) -> Value:
         """A loaded index as an index variable; a negative one counts from the end (`x[-1]`).
         The values are in range: the wrapper checked them before (`gather.checked`). Only
-        addresses read it, so its dtype is what C++ declares it as."""
+        addresses read it, as 64 bits: an int32 position times a stride may not fit 32 (C++
+        would widen it where it declares it; Triton computes in the position's type)."""
+        value = self.to_dtype(value, torch.int64)
         expr = self.overrides.format("indirect_indexing", value, size)
         return self.emit(expr, torch.int64, **self.facts("indirect_indexing", value, size))
 
