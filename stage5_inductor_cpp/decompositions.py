@@ -304,8 +304,9 @@ def hardswish(graph, out, x):
 
 
 def _softmax_parts(graph, x, dim, dtype):
-    """`x - max(x)` and `sum(exp(x - max(x)))` over `dim`, the shared part of both softmaxes."""
-    if dtype is not None and dtype != x.dtype:
+    """`x - max(x)` and `sum(exp(x - max(x)))` over `dim`, the shared part of both softmaxes,
+    with `x` cast to `dtype` first, as torch casts it."""
+    if dtype != x.dtype:
         x = make_pointwise(lambda v: v, x, dtype=dtype, compute=x.dtype)
     acc = upcast(x.dtype)  # float16 rows are computed in float32 and rounded once
     biggest = make_reduction(graph, x, [dim], True, "max", acc)
@@ -316,19 +317,25 @@ def _softmax_parts(graph, x, dim, dtype):
     return shifted, total
 
 
+# The softmaxes' result dtype is torch's answer (`out.dtype`), however a spelling asks for
+# it: `dtype=`, or by position (third in `torch.softmax`, fourth in `F.softmax`, after
+# `_stacklevel`), or `_softmax`'s `half_to_float`. The lowerings read it there, not from
+# the arguments (`dtype_args`).
+
+
 @register("softmax", "_softmax")
-def softmax(graph, out, x, dim=None, _stacklevel=3, dtype=None):
+def softmax(graph, out, x, dim=None, *dtype_args, **dtype_kwargs):
     if dim is None or not is_tensor(x):
         raise Fallback("softmax without dim")
-    shifted, total = _softmax_parts(graph, x, dim, dtype)
+    shifted, total = _softmax_parts(graph, x, dim, out.dtype)
     return make_pointwise(lambda s, t: ops.truediv(ops.exp(s), t), shifted, total, dtype=out.dtype)
 
 
 @register("log_softmax")
-def log_softmax(graph, out, x, dim=None, _stacklevel=3, dtype=None):
+def log_softmax(graph, out, x, dim=None, *dtype_args, **dtype_kwargs):
     if dim is None:
         raise Fallback("log_softmax without dim")
-    shifted, total = _softmax_parts(graph, x, dim, dtype)
+    shifted, total = _softmax_parts(graph, x, dim, out.dtype)
     return make_pointwise(lambda s, t: ops.sub(s, ops.log(t)), shifted, total, dtype=out.dtype)
 
 

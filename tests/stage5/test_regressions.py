@@ -248,3 +248,18 @@ def test_activations_of_half_floats_take_their_constants_in_float(fn, dtype):
     """torch computes float16 and bfloat16 in float, its constants too (sqrt(0.5) is 0.70703
     in float16); so do our kernels."""
     check_lowered(fn, (torch.randn(4096) * 3).to(dtype))
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda a: torch.softmax(a, 1, torch.float64),  # third: dtype
+        lambda a: torch.softmax(a, 1, dtype=torch.float64),
+        lambda a: F.softmax(a, 1, 3, torch.float64),  # third: _stacklevel, then dtype
+        lambda a: a.log_softmax(1, torch.float64),
+        lambda a: torch.special.log_softmax(a, 0, dtype=torch.float64),
+    ],
+)
+def test_softmax_computes_in_the_dtype_asked_however_it_is_asked(fn):
+    """torch casts to `dtype` first and computes there: in double, not in float then cast."""
+    check_lowered(fn, torch.randn(3, 5) * 30, rtol=1e-12, atol=0)
