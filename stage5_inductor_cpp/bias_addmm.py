@@ -296,11 +296,16 @@ def sibling_products(graph, node, env) -> BufferView | None:
             check_linear(x, weight, bias)
             if bias is not None and bias.ranges[0] != weight.ranges[0]:
                 raise Fallback("a bias broadcast along the product")
+        out = torch.empty((), dtype=x.dtype)  # the dtype stand-in lowerings take
+        # Lowerings called here, not by the graph's `lower_call`: their `Fallback` is ours
+        # to catch (a cat of more than MAX_CAT_INPUTS weights: T5's decoder has 12
+        # cross-attention products of one encoder output).
+        weight = cat(graph, out, weights, 0)
+        bias = cat(graph, out, biases, 0) if biases else None
     except Fallback:
         return None  # each product is lowered alone, and says why if it falls back
-    out = torch.empty((), dtype=x.dtype)  # the dtype stand-in lowerings take
-    weight = graph.realize(cat(graph, out, weights, 0))
-    bias = graph.realize(cat(graph, out, biases, 0)) if biases else None
+    weight = graph.realize(weight)
+    bias = graph.realize(bias) if biases else None
     product = linear(graph, out, x, weight, bias)
     starts = itertools.accumulate((w.ranges[0] for w in weights), initial=0)
     for (member, _), w, start in zip(group, weights, starts, strict=False):

@@ -113,13 +113,23 @@ IMAGE_CALLS = {
 }
 
 
+# On the GPU, a graph with fewer convolutions than one per this many nodes keeps eager's
+# layout (inductor's rule, "only a few conv"): a ViT's or Swin's one patch embedding.
+NODES_PER_CONVOLUTION = 300
+
+
 def prefers_channels_last(gm: torch.fx.GraphModule, device: torch.device) -> bool:
-    """Whether the graph has 2-D convolutions to run channels-last: on the GPU, or on a
-    CPU with oneDNN (inductor's test too)."""
-    if device.type == "cpu" and not torch.backends.mkldnn.is_available():
-        return False
+    """Whether the graph has 2-D convolutions to run channels-last: on a CPU with oneDNN,
+    or on the GPU unless they are few among many other ops (inductor's tests too). There
+    the conversions cost more than the one convolution gains, and cuDNN picks another
+    algorithm for it than eager's: channels-last, Swin's patch embedding ran on TF32
+    tensor cores (eager's default for convolutions), and its output was further from
+    eager's than float32's rounding, where torch.compile's, in eager's layout, was not."""
     convolutions = CONVOLUTIONS + CONVOLUTION_BACKWARDS
-    return any(n.op == "call_function" and n.target in convolutions for n in gm.graph.nodes)
+    count = sum(n.op == "call_function" and n.target in convolutions for n in gm.graph.nodes)
+    if device.type == "cpu":
+        return count > 0 and torch.backends.mkldnn.is_available()
+    return count > 0 and len(gm.graph.nodes) < NODES_PER_CONVOLUTION * count
 
 
 def conv2d_with_channels_last_weights():

@@ -6,7 +6,8 @@ template with `XBLOCK`/`RBLOCK` blocks and masks, launched from stage 5's wrappe
 a grid, with block sizes tuned on first call. CUDA tensors run on the GPU; CPU
 tensors run the same kernels under Triton's interpreter. `mode="reduce-overhead"`
 records each specialisation's launches as a CUDA graph and replays it. Read in this
-order: codegen_triton.py (with indexing.py and prelude.py), runtime.py, autotune.py,
+order: codegen_triton.py (with indexing.py and prelude.py), runtime.py (with typecheck.py:
+interpreted kernels typed by Triton's compiler for the GPU first), autotune.py,
 backend.py, cudagraphs.py, frontend.py (`compile(fn)`: stage 4's frontend with the
 `inductor` backend). The `minidynamo` command (tour.py, cli.py) shows all six stages
 at work on one screen.

@@ -31,6 +31,7 @@ from stage5_inductor_cpp.sizes import hint
 
 from .codegen_triton import KernelShape, triton_next_power_of_2
 from .runtime import INTERPRETER_LOCK, source_dir
+from .typecheck import check_for_cuda, launch_types
 
 log = get_logger("kernels")
 
@@ -178,6 +179,10 @@ class KernelLauncher:
         # (config, specialisation) -> launch(args, grid) of the binary Triton compiled for it
         self.compiled: dict[tuple[Config, tuple], Callable] = {}
         self.fast = None  # launch(args, grid) for the chosen configuration, all aligned
+        # Interpreted: the kernels as the GPU compiles them, which Triton's front end types
+        # before the interpreter runs them (`check_types`), and the argument types typed so far.
+        self.cuda_fns: dict | None = None
+        self.typed: set = set()
 
     def run(self, *args, grid):
         fast = self.fast
@@ -202,11 +207,25 @@ class KernelLauncher:
         if not self.interpreted:
             self.launch_compiled(kernel, config, args, grid)
             return
+        if self.cuda_fns is not None and (types := launch_types(args)) not in self.typed:
+            self.check_types(args)
+            self.typed.add(types)
         with INTERPRETER_LOCK, AST_LOCK, warnings.catch_warnings():  # one interpreter per process
             # The interpreter's numpy warns about NaN and inf (log(0), 0/0), which are
             # results here as in torch, also in masked-off lanes that are never stored.
             warnings.simplefilter("ignore", RuntimeWarning)
             kernel[grid(config.meta)](*args, **config.meta, num_warps=config.num_warps)
+
+    def check_types(self, args):
+        """Type each variant that the GPU would compile for these arguments (the tuner
+        compiles every configuration) by Triton's front end, as typecheck.py says, though
+        the interpreter runs only the first configuration."""
+        variants = {}
+        for config in self.configs:
+            variants.setdefault(config.looped, config)
+        with AST_LOCK:  # Triton parses the kernel's source (stage 3's codegen.py says why)
+            for looped, config in variants.items():
+                check_for_cuda(self.cuda_fns[looped], args, config.meta, config.num_warps)
 
     def launch_compiled(self, kernel, config: Config, args, grid):
         """Launch the binary Triton compiled for these arguments' specialisation, directly.

@@ -28,10 +28,11 @@ from stage5_inductor_cpp.sizes import text
 from stage5_inductor_cpp.wrapper import WrapperCode, sizes_text
 
 from .autotune import KernelLauncher, configs_for, grid
-from .codegen_triton import TritonUnsupported, generate_source, variants
+from .codegen_triton import TritonUnsupported, generate_source, module_source, variants
 from .cudagraphs import CudaGraph, CudaGraphRunner, Rerun
 from .prelude import prelude_for
 from .runtime import load_module, source_path
+from .typecheck import with_dtype_asserts
 
 log = get_logger("kernels")
 
@@ -77,11 +78,16 @@ class TritonKernels:
     def __init__(self, device: torch.device):
         self.device = device
         self.variants: dict[str, list] = {}
+        self.cuda_source = ""  # for CPU tensors: the module that typecheck.py types
 
     def write(self, kernels: list[FusedKernel], dtypes) -> tuple[str, dict[str, list[str]]]:
         self.variants = {k.name: variants(k, dtypes) for k in kernels}
         writers = [w for pair in self.variants.values() for w in pair]
         source = generate_source(writers, prelude_for(self.device.type))
+        if self.device.type == "cpu":  # the kernels as the GPU would compile them, asserting
+            # their dtypes: what Triton's front end types before the interpreter runs them
+            kernel_texts = list(map(with_dtype_asserts, writers))
+            self.cuda_source = module_source(prelude_for("cuda"), kernel_texts)
         if any(list(pair[-1].args) != list(pair[0].args) for pair in self.variants.values()):
             raise TritonUnsupported("a kernel's variants take different arguments")
         return source, {name: list(pair[0].args) for name, pair in self.variants.items()}
@@ -89,6 +95,7 @@ class TritonKernels:
     def load(self, source: str, params: dict[str, list[str]]):
         interpreted = self.device.type == "cpu"
         module = load_module(source, interpreted)
+        cuda_module = load_module(self.cuda_source, False) if interpreted else None
         device_name = "interpreter" if interpreted else torch.cuda.get_device_name(self.device)
         launchers, by_text = {}, {}
         for name, pair in self.variants.items():
@@ -97,12 +104,19 @@ class TritonKernels:
             if same in by_text:  # the same kernel as one before: one launcher, one binary
                 launchers[name] = by_text[same]
                 continue
-            fns = {False: getattr(module, pair[0].name), True: getattr(module, pair[-1].name)}
+            fns = kernel_fns(module, pair)
             written = [i for i, mode in enumerate(pair[0].args.values()) if mode == "out"]
             configs = configs_for(pair[0].shape, has_looped=len(pair) > 1)
             launchers[name] = KernelLauncher(name, fns, text, configs, device_name, written)
+            if cuda_module is not None:  # typed for the GPU before the interpreter runs them
+                launchers[name].cuda_fns = kernel_fns(cuda_module, pair)
             by_text[same] = launchers[name]
         return launchers, source_path(source)[0]
+
+
+def kernel_fns(module, pair) -> dict:
+    """`fns[looped]`: a kernel's function in `module`, and its `_looped` variant's."""
+    return {False: getattr(module, pair[0].name), True: getattr(module, pair[-1].name)}
 
 
 def anonymous(source: str, names: list[str]) -> str:

@@ -104,7 +104,9 @@ class TritonOverrides(OpOverrides):
 
     @classmethod
     def constant(cls, value, dtype: torch.dtype, shape: str = "[]") -> str:
-        """A literal where Triton types it as `dtype` exactly; `tl.full` where it would not."""
+        """A literal that Triton reads as this value of `dtype` beside a tensor operand
+        (`TritonKernel.typed_operands` says where else it may stand); `tl.full` where it
+        would not."""
         if dtype == torch.bool:
             return "True" if value else "False"
         if dtype in (torch.float16, torch.bfloat16):  # as c10::Half(double): through float
@@ -131,8 +133,7 @@ class TritonOverrides(OpOverrides):
         # Triton types a Python float as float32 when it is a normal float32 value: a
         # float64 constant that float32 cannot hold exactly must name its type.
         fits = torch.tensor(value, dtype=torch.float32).item() == value
-        normal = value == 0 or FLOAT32_NORMAL[0] <= abs(value) <= FLOAT32_NORMAL[1]
-        if not (fits and normal):
+        if not (fits and triton_types_as_float32(value)):
             return f"tl.full({shape}, {value!r}, {cls.tl_dtype(dtype)})"
         text = shortest_float32_text(value) if dtype == torch.float32 else repr(value)
         return f"({text})" if value < 0 else text
@@ -160,9 +161,24 @@ class TritonOverrides(OpOverrides):
         "reciprocal": "tl.div_rn(tl.full({0}.shape, 1.0, tl.float32), {0})",
     }
 
+    # The ops written as Python operators (and `tl.where`), where a number beside a tensor
+    # takes the tensor's type (`TritonKernel.typed_operands`).
+    OPERATORS = frozenset(
+        {"add", "sub", "mul", "truediv", "eq", "ne", "lt", "le", "gt", "ge", "logical_and",
+         "logical_or", "logical_xor", "where"}
+    )  # fmt: skip
+
+    @classmethod
+    def is_operator(cls, op: str, args) -> bool:
+        return op in cls.OPERATORS and not cls.divides_float32(op, args)
+
+    @classmethod
+    def divides_float32(cls, op: str, args) -> bool:
+        return op in cls.FLOAT32_DIVISION and all(a.dtype == torch.float32 for a in args)
+
     @classmethod
     def format(cls, op: str, *args) -> str:
-        if op in cls.FLOAT32_DIVISION and all(a.dtype == torch.float32 for a in args):
+        if cls.divides_float32(op, args):
             expr = cls.FLOAT32_DIVISION[op].format(*args)
         elif op == "neg" and not args[0].dtype.is_floating_point:
             expr = f"-{args[0]}"  # `x * -1` is refused for unsigned x (no -0 in ints)
@@ -174,11 +190,25 @@ class TritonOverrides(OpOverrides):
         return expr
 
 
+def triton_types_as_float32(value: float) -> bool:
+    """Whether Triton types the Python float `value` as float32 (`to_tensor` in
+    triton/language/semantic.py): 0, inf, NaN and float32's normal range; any other float
+    is a float64, which makes float64 whatever it meets without a tensor beside it."""
+    return (
+        value == 0
+        or not math.isfinite(value)
+        or FLOAT32_NORMAL[0] <= abs(value) <= FLOAT32_NORMAL[1]
+    )
+
+
 def shortest_float32_text(value: float) -> str:
-    """`1e-05` rather than `9.999999747378752e-06`: the shortest text of the same float32."""
+    """`1e-05` rather than `9.999999747378752e-06`: the shortest text of the same float32
+    that Triton still types as float32. float32's largest value is 3.4028234663852886e+38;
+    its shortest text `3.4028235e+38` reads as a larger float, which Triton makes a float64."""
     for digits in range(1, 10):
         text = repr(float(f"{value:.{digits}g}"))
-        if torch.tensor(float(text), dtype=torch.float32).item() == value:
+        same = torch.tensor(float(text), dtype=torch.float32).item() == value
+        if same and triton_types_as_float32(float(text)):
             return text
     return repr(value)
 
@@ -250,6 +280,7 @@ class TritonKernel(KernelWriter):
         self.load_masks: list = []  # the masks of the `ops.masked` bodies being written
         self.indirect_sizes: dict[str, int] = {}  # index variable -> the size it indexes
         self.walked: set[str] = set()  # how its loads in loops walk memory (`walks`)
+        self.declared: dict[str, torch.dtype] = {}  # temporary -> its dtype (typecheck.py)
 
     def walks(self, index: Index) -> str | None:
         """How a load in a loop walks memory: "along" a row (stride 1 along it), "across" rows
@@ -276,6 +307,8 @@ class TritonKernel(KernelWriter):
     # ------------------------------------------------------------------ the ops handler
 
     def declare(self, name: Value, expr: str) -> str:
+        if name.dtype is not None:  # None: an argmax's (value, index) pair, a tuple
+            self.declared[name] = name.dtype
         return f"{name} = {expr}"
 
     def facts(self, op: str, *args) -> dict:
@@ -335,8 +368,11 @@ class TritonKernel(KernelWriter):
         return self.emit(f"({text}).to({self.overrides.tl_dtype(dtype)})", dtype, dims)
 
     def indirect_indexing(self, value: Value, size: int) -> Value:
-        """The shared one, remembering `size` for the addresses it takes part in."""
-        name = super().indirect_indexing(self.as_tensor(value), size)
+        """The shared one, remembering `size` for the addresses it takes part in. The index
+        is an int64, as declared: an int32 one (`embedding` by int32 positions) would
+        overflow in `4096*tmp1` past 2**31 elements, whatever `xindex`'s width."""
+        value = self.to_dtype(self.as_tensor(value), torch.int64)
+        name = super().indirect_indexing(value, size)
         self.indirect_sizes[name] = size
         return name
 
@@ -364,9 +400,26 @@ class TritonKernel(KernelWriter):
         return index_text(index, self.kernel.outer, self.rsizes)
 
     def write(self, op: str, *args) -> Value:
-        if "libdevice." in self.overrides.FORMATS[op] or op in self.overrides.FLOAT32_DIVISION:
-            args = [self.as_tensor(a) for a in args]  # they take no Python numbers
-        return super().write(op, *args)
+        return super().write(op, *self.typed_operands(op, args))
+
+    def typed_operands(self, op: str, args) -> list[Value]:
+        """`args`, with the Python numbers among them made blocks of their dtype where Triton
+        would type them itself. Beside a tensor operand of an operator (`tmp0 * 0.5`, and
+        `tl.where`'s two values), a number takes the tensor's type, as a scalar does in
+        torch. Elsewhere Triton types it by its value, whatever the op's dtype: an argument
+        of a function (a prelude helper, libdevice's functions, which take no numbers at
+        all) is a float32 or an int32, and so is an op of numbers alone
+        (`tl.where(mask, 0.0, 1e-300)` is a float64 block)."""
+        args = list(args)
+        numbers = [i for i, a in enumerate(args) if a.literal is not None]
+        if not numbers:
+            return args
+        operands = range(1, 3) if op == "where" else range(len(args))
+        if self.overrides.is_operator(op, args):
+            numbers = numbers[-1:] if set(operands) <= set(numbers) else []
+        for i in numbers:
+            args[i] = self.as_tensor(args[i])
+        return args
 
     def as_tensor(self, value: Value) -> Value:
         """A Python number as a block (the interpreter mishandles 0-d tensors next to blocks)."""
@@ -424,7 +477,7 @@ class TritonKernel(KernelWriter):
         masked = self.emit(f"tl.where(rmask & xmask, {value}, {start})", dtype, {"x", "r"})
         if combine.startswith("arg"):  # masked lanes come after every real one: they lose ties
             index = self.emit("tl.broadcast_to(rindex, [XBLOCK, RBLOCK])", torch.int32, {"x", "r"})
-            pair = self.emit(f"tl.reduce(({masked}, {index}), 1, {combine})", dtype, {"x"})
+            pair = self.emit(f"tl.reduce(({masked}, {index}), 1, {combine})", None, {"x"})
             self.define(node, self.emit(f"{pair}[1][:, None]", torch.int32, {"x"}))
             return
         folded = self.fold(combine, masked)
@@ -466,7 +519,7 @@ class TritonKernel(KernelWriter):
         self.lines[header : header + 1] = init
         for node, acc, combine, dtype in folds:
             if combine.startswith("arg"):
-                pair = self.emit(f"tl.reduce(({acc}, {acc}_index), 1, {combine})", dtype, {"x"})
+                pair = self.emit(f"tl.reduce(({acc}, {acc}_index), 1, {combine})", None, {"x"})
                 self.define(node, self.emit(f"{pair}[1][:, None]", torch.int32, {"x"}))
             else:
                 self.define(node, self.emit(self.fold(combine, acc), dtype, {"x"}))
@@ -576,4 +629,8 @@ def variants(kernel: FusedKernel, dtypes) -> list[TritonKernel]:
 
 def generate_source(writers: list[TritonKernel], prelude: str) -> str:
     """One Python module for the whole graph: the helpers (`prelude`), then every kernel."""
-    return "\n\n\n".join([prelude.rstrip("\n"), *[w.generate() for w in writers]]) + "\n"
+    return module_source(prelude, [w.generate() for w in writers])
+
+
+def module_source(prelude: str, kernels: list[str]) -> str:
+    return "\n\n\n".join([prelude.rstrip("\n"), *kernels]) + "\n"
