@@ -368,11 +368,8 @@ class TritonKernel(KernelWriter):
         return self.emit(f"({text}).to({self.overrides.tl_dtype(dtype)})", dtype, dims)
 
     def indirect_indexing(self, value: Value, size: int) -> Value:
-        """The shared one, remembering `size` for the addresses it takes part in. The index
-        is an int64, as declared: an int32 one (`embedding` by int32 positions) would
-        overflow in `4096*tmp1` past 2**31 elements, whatever `xindex`'s width."""
-        value = self.to_dtype(self.as_tensor(value), torch.int64)
-        name = super().indirect_indexing(value, size)
+        """The shared one, remembering `size` for the addresses it takes part in."""
+        name = super().indirect_indexing(self.as_tensor(value), size)
         self.indirect_sizes[name] = size
         return name
 
