@@ -45,6 +45,7 @@ from triton.runtime import interpreter
 from triton.runtime.interpreter import TensorHandle
 
 from stage1_eval_frame.logs import get_logger
+from stage3_guards.codegen import AST_LOCK
 from stage5_inductor_cpp import cache
 
 log = get_logger("kernels")
@@ -75,7 +76,8 @@ def load_module(source: str, interpreted: bool) -> types.ModuleType:
     module.__file__ = str(path)
     sys.modules[name] = module  # inspect.getsource finds the file through the module
     code = compile(source, str(path), "exec")
-    with INTERPRETER_LOCK, triton.knobs.runtime.scope():  # the knob is the whole process's
+    # the knob is the whole process's; a kernel's decorator may parse its source (AST_LOCK)
+    with INTERPRETER_LOCK, AST_LOCK, triton.knobs.runtime.scope():
         triton.knobs.runtime.interpret = interpreted
         exec(code, module.__dict__)
     if interpreted:

@@ -4,7 +4,6 @@ MINIDYNAMO_EXERCISES=1 .venv/bin/python -m pytest tests/stage2/test_exercises.py
 """
 
 import itertools
-import operator
 import os
 
 import pytest
@@ -34,9 +33,16 @@ def test_itertools_tee():
     check(f, torch.randn(3))
 
 
-def test_itemgetter_key():
-    def f(x):
-        pairs = [("b", x), ("a", x * 2), ("c", x + 1)]
-        return [v for _, v in sorted(pairs, key=operator.itemgetter(0))]
+def scale_by(x, shape):
+    match shape:
+        case (rows, cols):
+            return x * rows + cols
+        case [size]:
+            return x - size
+        case _:
+            return x
 
-    check(f, torch.randn(3))
+
+@pytest.mark.parametrize("shape", [(2, 3), [4], "ab", 5])
+def test_match_a_sequence(shape):
+    check(scale_by, torch.randn(3), shape)
