@@ -258,6 +258,10 @@ TORCH_QUERIES = {
     torch.compiler.is_compiling: _compiling,
     torch.compiler.is_dynamo_compiling: _compiling,
     torch._utils.is_compiling: _compiling,  # torch._dynamo.is_compiling is this one too
+    # The machine's devices, which do not change while the process runs: answered, unguarded
+    # (`device = "cuda" if torch.cuda.is_available() else "cpu"` starts many scripts)
+    torch.cuda.is_available: lambda tx: ConstantVariable(torch.cuda.is_available()),
+    torch.cuda.device_count: lambda tx: ConstantVariable(torch.cuda.device_count()),
     torch.jit.is_scripting: lambda tx: ConstantVariable(False),
     torch.jit.is_tracing: lambda tx: ConstantVariable(False),
     torch.compiler.is_exporting: lambda tx: ConstantVariable(False),
