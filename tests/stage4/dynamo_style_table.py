@@ -36,6 +36,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from tests.stage4.functions_table import registrar
+
 _gen = torch.Generator().manual_seed(7)
 T = torch.randn(4, 3, generator=_gen)
 U = torch.randn(4, 3, generator=_gen)
@@ -45,12 +47,7 @@ I = torch.arange(12).reshape(4, 3)  # noqa: E741 (an int tensor)
 CASES = []
 
 
-def case(*args, graphs=1, breaks=0, kwargs=None):
-    def register(fn):
-        CASES.append((fn, args, kwargs or {}, graphs, breaks))
-        return fn
-
-    return register
+case = registrar(CASES)
 
 
 # --- module-level helpers the cases use -------------------------------------------------------

@@ -19,12 +19,20 @@ NAMES = ("a", "b")
 CASES = []
 
 
-def case(*args, graphs=1, breaks=0, kwargs=None):
-    def register(fn):
-        CASES.append((fn, args, kwargs or {}, graphs, breaks))
-        return fn
+def registrar(cases: list):
+    """The `@case(*args, graphs=, breaks=)` decorator of a table: it appends to `cases`."""
 
-    return register
+    def case(*args, graphs=1, breaks=0, kwargs=None):
+        def register(fn):
+            cases.append((fn, args, kwargs or {}, graphs, breaks))
+            return fn
+
+        return register
+
+    return case
+
+
+case = registrar(CASES)
 
 
 def not_traced(t):

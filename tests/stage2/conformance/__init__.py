@@ -22,6 +22,20 @@ import torch
 import stage4_fx
 
 
+class Value:
+    """Equal by value (its own __eq__, so unhashable), ordered by `<` alone: the items whose
+    comparisons the VM must ask the objects themselves about."""
+
+    def __init__(self, v):
+        self.v = v
+
+    def __eq__(self, other):
+        return isinstance(other, Value) and other.v == self.v
+
+    def __lt__(self, other):
+        return self.v < other.v
+
+
 def outcome(fn, *args):
     """`fn(*args)`, or the name of the exception type it raised (called inside the cases)."""
     try:

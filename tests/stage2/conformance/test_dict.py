@@ -5,17 +5,9 @@ import torch
 
 import stage4_fx
 from tests.oracle import assert_same_as_eager
-from tests.stage2.conformance import check, outcome
+from tests.stage2.conformance import Value, check, outcome
 
 pytestmark = pytest.mark.stage2
-
-
-class Value:
-    def __init__(self, v):
-        self.v = v
-
-    def __eq__(self, other):
-        return isinstance(other, Value) and other.v == self.v
 
 
 # --- equality ------------------------------------------------------------------------------

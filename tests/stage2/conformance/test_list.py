@@ -5,22 +5,9 @@ import torch
 
 import stage4_fx
 from tests.oracle import assert_same_as_eager
-from tests.stage2.conformance import check, outcome
+from tests.stage2.conformance import Value, check, outcome
 
 pytestmark = pytest.mark.stage2
-
-
-class Value:
-    """Equal by value (its own __eq__, so unhashable), ordered by `<` alone."""
-
-    def __init__(self, v):
-        self.v = v
-
-    def __eq__(self, other):
-        return isinstance(other, Value) and other.v == self.v
-
-    def __lt__(self, other):
-        return self.v < other.v
 
 
 class Never:

@@ -5,19 +5,11 @@ import collections
 import pytest
 import torch
 
-from tests.stage2.conformance import check, outcome
+from tests.stage2.conformance import Value, check, outcome
 
 pytestmark = pytest.mark.stage2
 
 Point = collections.namedtuple("Point", "x y")
-
-
-class Value:
-    def __init__(self, v):
-        self.v = v
-
-    def __eq__(self, other):
-        return isinstance(other, Value) and other.v == self.v
 
 
 def test_a_tuple_key_is_found_by_an_equal_tuple():
