@@ -101,6 +101,9 @@ class TritonKernels:
         for name, pair in self.variants.items():
             text = "\n".join(w.source for w in pair)
             same = anonymous(text, [pair[0].name, pair[-1].name, *pair[0].args])
+            # and the dtypes it computes in: a copy of floats and one of ints read the same,
+            # but the copy typecheck.py types asserts the writer's dtypes
+            same += repr([sorted(w.declared.items(), key=str) for w in pair])
             if same in by_text:  # the same kernel as one before: one launcher, one binary
                 launchers[name] = by_text[same]
                 continue

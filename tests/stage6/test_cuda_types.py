@@ -66,6 +66,21 @@ def test_a_declared_dtype_that_triton_does_not_give_fails(monkeypatch):
         compile_traced(lambda a: a.sin())(torch.randn(8))
 
 
+def test_two_kernels_that_read_the_same_in_two_dtypes_are_two_launchers():
+    """A copy of floats and a copy of ints have one text; the wrapper shares a launcher
+    between kernels of one text, and its typed copy asserts the first one's dtypes (found
+    by the random programs: the int copy failed the float assertion)."""
+
+    def copies(a, b):
+        a[:1].copy_(a[-1:])
+        c = b.abs()
+        c.view(-1)[::3].fill_(0.5)
+        return a, c
+
+    compiled = stage4_fx.compile(copies, backend=compile_fx)
+    assert_same_as_eager(compiled, copies, torch.tensor([0, 3]), torch.tensor(-1.0))
+
+
 @triton.jit
 def float32_literal(out_ptr, VALUE: tl.constexpr):
     # A Python float beside a block of int1s: the float's own type decides the sum's.
