@@ -23,6 +23,7 @@ from stage5_inductor_cpp import bias_addmm, layouts
 from stage6_inductor_triton import autotune, compile_fx, typecheck
 from stage6_inductor_triton.codegen_triton import TritonOverrides, shortest_float32_text
 from tests.oracle import assert_same_as_eager
+from tests.stage5.programs import make_program
 from tests.stage6.helpers import check_lowered, compile_traced
 
 FLOAT32_MIN = torch.finfo(torch.float32).min  # the mask value of Hugging Face's attentions
@@ -71,14 +72,11 @@ def test_two_kernels_that_read_the_same_in_two_dtypes_are_two_launchers():
     between kernels of one text, and its typed copy asserts the first one's dtypes (found
     by the random programs: the int copy failed the float assertion)."""
 
-    def copies(a, b):
-        a[:1].copy_(a[-1:])
-        c = b.abs()
-        c.view(-1)[::3].fill_(0.5)
-        return a, c
-
-    compiled = stage4_fx.compile(copies, backend=compile_fx)
-    assert_same_as_eager(compiled, copies, torch.tensor([0, 3]), torch.tensor(-1.0))
+    steps = [("unary", "abs", [0]), ("inplace", "copy_into_slice_", [0, 0])]
+    steps += [("unary", "abs", [1]), ("inplace", "flat_fill_", [4])]
+    program = make_program(steps, 2)
+    compiled = stage4_fx.compile(program, backend=compile_fx)
+    assert_same_as_eager(compiled, program, torch.tensor([0, 0]), torch.tensor(0.0))
 
 
 @triton.jit
