@@ -182,16 +182,16 @@ def eager(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
 def aot_eager(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
     """AOTAutograd with no compiler, as torch's `aot_eager`: each call's graph is traced to
     ATen ops on fake tensors, functionalised, and split into a forward and a backward
-    graph (aot.py), which run as they are: a debugging aid that separates a bug of the
-    tracing and partition from one of a compiler."""
+    graph (training/aot.py), which run as they are: a debugging aid that separates a bug
+    of the tracing and partition from one of a compiler."""
     # Imported on first use: make_fx and fake tensors pull in sympy and torch._dynamo, a
-    # second of start-up that a program using only `eager` should not pay.
-    from .aot import aot_autograd
+    # start-up cost that a program using only `eager` should not pay.
+    from .training.aot import aot_autograd
 
     return aot_autograd(gm, run_as_is)
 
 
 def run_as_is(gm: torch.fx.GraphModule, example_inputs: list) -> Callable:
-    """`aot_eager`'s compiler (torch: `boxed_nop`): the graph itself. aot.py calls it with
-    the hook off, since autograd may run the backward graph inside a compiled region."""
+    """`aot_eager`'s compiler (torch: `boxed_nop`): the graph itself. training/aot.py calls
+    it with the hook off, since autograd may run the backward graph inside a compiled region."""
     return gm.forward

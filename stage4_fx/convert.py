@@ -56,9 +56,9 @@ from stage3_guards.replay import argument_names
 from . import breaks
 from .backends import BackendCompilerFailed, origin
 from .breaks import GraphBreak
-from .codegen import GRAPH_OUT, Codegen, OutputIndex, call, load_global
+from .bytecode_writer import GRAPH_OUT, Codegen, OutputIndex, call, load_global
 from .cut import CannotCut, cut
-from .graph import CapturedGraph, build_graph
+from .fx_graph import CapturedGraph, build_graph
 from .resume import ResumeFunction
 
 graph_log = get_logger("graph")

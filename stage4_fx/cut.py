@@ -5,7 +5,7 @@ the graph so far; this file writes what the new code does after calling it
 (torch/_dynamo/symbolic_convert.py: `break_graph_if_unsupported`,
 `generic_jump` and `create_call_resume_at`):
 
-* rebuild the live locals and the stack below the instruction (codegen.py),
+* rebuild the live locals and the stack below the instruction (bytecode_writer.py),
 * replay the changes the trace made to objects outside the frame,
 * run that one instruction in plain Python,
 * call the resume function holding the rest of the bytecode (resume.py)
@@ -25,7 +25,7 @@ from stage2_symbolic_vm import variables
 from stage2_symbolic_vm.iterators import IteratorVariable
 from stage2_symbolic_vm.variables import NullVariable
 
-from .codegen import (
+from .bytecode_writer import (
     PY312,
     PY313,
     Codegen,

@@ -27,7 +27,7 @@ import torch.utils._pytree as pytree
 
 from stage1_eval_frame.logs import get_logger
 from stage3_guards import SameArguments, config
-from stage4_fx.aot import AotGraph, aot_autograd, needs_autograd
+from stage4_fx.training.aot import AotGraph, aot_autograd, needs_autograd
 
 from . import cache
 from .aten import DECOMPOSITIONS, as_torch_calls

@@ -5,7 +5,7 @@ import operator
 import torch
 
 import stage4_fx
-from stage4_fx.diagrams import breaks_diagram, graph_diagram
+from stage4_fx.tools.diagrams import breaks_diagram, graph_diagram
 
 
 def small_graph() -> torch.fx.GraphModule:

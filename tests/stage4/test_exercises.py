@@ -67,7 +67,7 @@ def test_suppress_errors():
 
 
 def test_default_partition():
-    from stage4_fx.aot import TrainingGraph, partition, trace_joint
+    from stage4_fx.training.aot import TrainingGraph, partition, trace_joint
 
     def layer(x, w):
         return (x @ w).relu().sin().sum()

@@ -10,7 +10,7 @@ import torch
 import stage4_fx
 from stage2_symbolic_vm.sources import AttrSource, LocalSource
 from stage2_symbolic_vm.trace import Trace
-from stage4_fx.graph import build_graph, format_graph, placeholder_name
+from stage4_fx.fx_graph import build_graph, format_graph, placeholder_name
 from tests.oracle import assert_same_as_eager
 from tests.stage4.functions_table import DynamicModule
 

@@ -9,7 +9,7 @@ import torch
 
 import stage4_fx
 from stage2_symbolic_vm import sources
-from stage4_fx.codegen import SOURCE_LOADERS
+from stage4_fx.bytecode_writer import SOURCE_LOADERS
 from stage4_fx.cut import callable_slots
 from stage4_fx.resume import ITERATOR, VALUE, live_locals, resume_function
 

@@ -15,9 +15,9 @@ import torch.fx
 from stage2_symbolic_vm.diagrams import assignment, fence, label, node_id
 from stage2_symbolic_vm.trace import format_argument, target_name
 
-from .breaks import GraphBreak
-from .convert import CompiledFrame
-from .explain import ExplainOutput, ops_of
+from ..breaks import GraphBreak
+from ..convert import CompiledFrame
+from ..explain import ExplainOutput, ops_of
 
 # A graph's summary box lists at most this many ops; the FX graph itself has them all.
 MAX_OPS_SHOWN = 8

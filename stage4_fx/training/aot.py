@@ -207,7 +207,7 @@ def same_storage(a: torch.Tensor, b: torch.Tensor) -> bool:
 def write_back(args, positions: list[int], values):
     """Copy the written inputs' new values into them, as eager leaves them (AOTAutograd's
     runtime epilogue). One `_foreach_copy_` per device and dtype: on the GPU one launch for
-    all of ResNet-50's running statistics, rather than 159 copies a step."""
+    all of a network's running statistics, rather than one copy per statistic a step."""
     groups: dict[tuple, tuple[list, list]] = {}
     for i, value in zip(positions, values, strict=True):
         into, new = groups.setdefault((args[i].device, args[i].dtype, value.dtype), ([], []))
