@@ -14,9 +14,9 @@ scheduler.py, codegen_cpp.py, cache.py, wrapper.py, backend.py, frontend.py
 import stage4_fx
 
 from .backend import CompiledGraph, compile_fx
-from .cache import CompilationError
-from .diagrams import fusion_diagram
 from .frontend import compile
+from .kernel_cache import CompilationError
+from .tools.diagrams import fusion_diagram
 
 __all__ = ["CompilationError", "CompiledGraph", "compile", "compile_fx", "fusion_diagram"]
 

@@ -29,14 +29,14 @@ from stage1_eval_frame.logs import get_logger
 from stage3_guards import SameArguments, config
 from stage4_fx.training.aot import AotGraph, aot_autograd, needs_autograd
 
-from . import cache
-from .aten import DECOMPOSITIONS, as_torch_calls
+from . import kernel_cache
 from .codegen_cpp import PRELUDE, CppKernel
-from .graph import EagerOnly, GraphLowering, LoweringError
+from .graph_lowering import EagerOnly, GraphLowering, LoweringError
 from .ir import ExternKernel
-from .layouts import same_elements
+from .like_eager.layouts import same_elements
 from .scheduler import FusedKernel, Scheduler
-from .sizes import SymbolicUnsupported, symbols_of
+from .symbolic.sizes import SymbolicUnsupported, symbols_of
+from .training.aten import DECOMPOSITIONS, as_torch_calls
 from .wrapper import WrapperCode
 
 log = get_logger("kernels")
@@ -370,7 +370,7 @@ def write_cpp(kernels: list[FusedKernel], dtypes) -> tuple[str, dict[str, dict[s
 
 def load_cpp(source: str, params: dict[str, dict[str, str]]):
     """The loader: compile `source` (or find it in the disk cache); its kernels, by name."""
-    library, path = cache.load(source)
+    library, path = kernel_cache.load(source)
     kernels = {}
     for name, names in params.items():
         kernels[name] = getattr(library, name)
@@ -424,7 +424,7 @@ def compile_graph(
     if kernels:
         try:
             loaded, path = load(source, params)
-        except cache.CompilerNotFound as error:
+        except kernel_cache.CompilerNotFound as error:
             warn_once(str(error))
             return runs_in_torch(gm, error)
         code.namespace.update(loaded)

@@ -17,9 +17,9 @@ import torch
 
 from .ir import Printer
 from .kernel_writer import KernelWriter, OpOverrides, Value
+from .performance.stash import stashes
 from .scheduler import FusedKernel, SchedulerNode
-from .sizes import hint, is_symbolic, text
-from .stash import stashes
+from .symbolic.sizes import hint, is_symbolic, text
 
 CTYPES = {
     torch.float32: "float",

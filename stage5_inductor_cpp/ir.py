@@ -28,7 +28,7 @@ from collections.abc import Callable
 
 import torch
 
-from .sizes import as_sizes, free_symbols, is_symbolic, operand, text
+from .symbolic.sizes import as_sizes, free_symbols, is_symbolic, operand, text
 
 # ----------------------------------------------------------------------------- index math
 

@@ -21,7 +21,7 @@ import torch
 
 from .ir import SymbolsCollector, result_dtype
 from .scheduler import FusedKernel, SchedulerNode
-from .sizes import free_symbols
+from .symbolic.sizes import free_symbols
 
 
 class OpOverrides:

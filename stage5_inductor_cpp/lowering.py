@@ -32,7 +32,7 @@ from .ir import (
     contiguous_strides,
     ops,
 )
-from .sizes import is_symbolic
+from .symbolic.sizes import is_symbolic
 
 
 class Fallback(Exception):

@@ -30,7 +30,6 @@ import torch.utils._pytree as pytree
 
 from stage1_eval_frame.logs import get_logger
 
-from .functionalize import WriteBack
 from .ir import (
     BufferView,
     ComputedBuffer,
@@ -44,7 +43,8 @@ from .ir import (
     index_vars,
     set_handler,
 )
-from .sizes import hint
+from .like_eager.functionalize import WriteBack
+from .symbolic.sizes import hint
 
 log = get_logger("kernels")
 

@@ -18,11 +18,11 @@ import math
 import torch
 import torch.utils._pytree as pytree
 
-from .functionalize import WriteBack
-from .graph import ExternValue
+from .graph_lowering import ExternValue
 from .ir import BufferView, ExternKernel, Layout
+from .like_eager.functionalize import WriteBack
 from .scheduler import ExternCall, FusedKernel
-from .sizes import is_symbolic, text
+from .symbolic.sizes import is_symbolic, text
 
 
 def sizes_text(values) -> str:

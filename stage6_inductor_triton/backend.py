@@ -24,15 +24,15 @@ import torch.fx
 from stage1_eval_frame.logs import get_logger
 from stage5_inductor_cpp.backend import CompiledCode, CompiledGraph, compile_graph, devices_of
 from stage5_inductor_cpp.scheduler import FusedKernel
-from stage5_inductor_cpp.sizes import text
+from stage5_inductor_cpp.symbolic.sizes import text
 from stage5_inductor_cpp.wrapper import WrapperCode, sizes_text
 
-from .autotune import KernelLauncher, configs_for, grid
+from .checks.typecheck import with_dtype_asserts
 from .codegen_triton import TritonUnsupported, generate_source, module_source, variants
-from .cudagraphs import CudaGraph, CudaGraphRunner, Rerun
+from .performance.autotune import KernelLauncher, configs_for, grid
+from .performance.cudagraphs import CudaGraph, CudaGraphRunner, Rerun
 from .prelude import prelude_for
 from .runtime import load_module, source_path
-from .typecheck import with_dtype_asserts
 
 log = get_logger("kernels")
 

@@ -33,11 +33,11 @@ from typing import ClassVar
 
 import torch
 
-from stage5_inductor_cpp import sizes
-from stage5_inductor_cpp.graph import EagerOnly
+from stage5_inductor_cpp.graph_lowering import EagerOnly
 from stage5_inductor_cpp.ir import Index, result_dtype
 from stage5_inductor_cpp.kernel_writer import KernelWriter, OpOverrides, Value
 from stage5_inductor_cpp.scheduler import FusedKernel, SchedulerNode
+from stage5_inductor_cpp.symbolic import sizes
 
 from .indexing import index_text
 

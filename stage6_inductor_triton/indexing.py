@@ -9,7 +9,7 @@ flat indices, merging the dimensions that walk memory contiguously.
 import math
 
 from stage5_inductor_cpp.ir import Index
-from stage5_inductor_cpp.sizes import operand, text
+from stage5_inductor_cpp.symbolic.sizes import operand, text
 
 
 def index_text(index: Index, xsizes, rsizes) -> tuple[str, frozenset]:

@@ -46,13 +46,13 @@ from triton.runtime.interpreter import TensorHandle
 
 from stage1_eval_frame.logs import get_logger
 from stage3_guards.codegen import AST_LOCK
-from stage5_inductor_cpp import cache
+from stage5_inductor_cpp import kernel_cache
 
 log = get_logger("kernels")
 
 
 def source_dir():
-    return cache.cache_dir() / "triton"
+    return kernel_cache.cache_dir() / "triton"
 
 
 def source_path(source: str):
@@ -112,7 +112,7 @@ def write_source(path, source: str):
             "the kernel cache's %s is not the source it is named after: writing it again", path
         )
     path.parent.mkdir(parents=True, exist_ok=True)
-    cache.write_atomically(path, data)
+    kernel_cache.write_atomically(path, data)
 
 
 def _torch_elementwise(fn):

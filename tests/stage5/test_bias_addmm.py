@@ -13,11 +13,11 @@ import torch.nn.functional as F
 from hypothesis import given, settings
 
 import stage4_fx
-from stage5_inductor_cpp import bias_addmm
 from stage5_inductor_cpp import compile_fx as bias_addmm_compile
-from stage5_inductor_cpp.bias_addmm import broadcasts_to
-from stage5_inductor_cpp.graph import GraphLowering
+from stage5_inductor_cpp.graph_lowering import GraphLowering
 from stage5_inductor_cpp.ir import ComputedBuffer, ExternKernel
+from stage5_inductor_cpp.performance import bias_addmm
+from stage5_inductor_cpp.performance.bias_addmm import broadcasts_to
 from tests.oracle import assert_same_as_eager
 from tests.stage5.helpers import (
     as_python_function,

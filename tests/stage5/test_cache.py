@@ -7,18 +7,18 @@ import sys
 import pytest
 import torch
 
-from stage5_inductor_cpp import CompilationError, backend, cache, compile_fx
+from stage5_inductor_cpp import CompilationError, backend, compile_fx, kernel_cache
 from tests.stage5.helpers import kernel_logs
 
 # Its kernel is cpp_fused_sin_mul_relu_0 whatever k is: only the constant differs.
 SCRIPT = """
 import torch
-from stage5_inductor_cpp import cache, compile_fx
+from stage5_inductor_cpp import compile_fx, kernel_cache
 def f(a):
     return (a.sin() * {k}).relu()
 x = torch.linspace(-3, 3, 64)
 torch.testing.assert_close(compile_fx(torch.fx.symbolic_trace(f), [x])(x), f(x))
-print(cache.stats["compiled"])
+print(kernel_cache.stats["compiled"])
 """
 
 
@@ -114,7 +114,7 @@ def test_without_a_compiler_the_graphs_run_in_torch_after_one_warning(how, tmp_p
 def test_failing_compiler_shows_its_error(tmp_path, monkeypatch):
     monkeypatch.setenv("MINIDYNAMO_CACHE_DIR", str(tmp_path))
     with pytest.raises(CompilationError, match="failed"):
-        cache.load("this is not C++\n")
+        kernel_cache.load("this is not C++\n")
 
 
 def test_cache_directory_is_user_overridable(tmp_path, monkeypatch):

@@ -11,7 +11,7 @@ import sys
 import pytest
 import torch
 
-from stage5_inductor_cpp import cache, compile_fx
+from stage5_inductor_cpp import compile_fx, kernel_cache
 from tests.stage5.helpers import assert_lowered, kernel_logs
 from tests.stage5.test_cache import SCRIPT, process_env, run_script
 
@@ -46,12 +46,12 @@ def test_another_graphs_library_copied_over_an_entry_is_compiled_again(tmp_path)
 def test_another_graphs_library_renamed_to_an_entrys_key_is_refused(tmp_path, monkeypatch):
     monkeypatch.setenv("MINIDYNAMO_CACHE_DIR", str(tmp_path))
     source = 'extern "C" int answer() { return 1; }\n'
-    _, path = cache.load(source)
-    key = cache.library_key(source)
-    foreign = cache.library_name("0" * 32, path.read_bytes()).removeprefix("0" * 32)
+    _, path = kernel_cache.load(source)
+    key = kernel_cache.library_key(source)
+    foreign = kernel_cache.library_name("0" * 32, path.read_bytes()).removeprefix("0" * 32)
     (tmp_path / f"{key}{foreign}").write_bytes(path.read_bytes())  # its own digest, our key
     path.unlink()
-    assert cache.cached_library(tmp_path, key) is None
+    assert kernel_cache.cached_library(tmp_path, key) is None
 
 
 @pytest.mark.parametrize("under", ["MINIDYNAMO_CACHE_DIR", "HOME"])
@@ -70,24 +70,27 @@ def test_a_cache_directory_that_cannot_be_written_is_replaced_for_the_process(
             assert_lowered(compiled)
     warnings = [m for m in messages if "cannot be written" in m]
     assert len(warnings) == 1 and "MINIDYNAMO_CACHE_DIR" in warnings[0]
-    assert cache.cache_dir() != tmp_path / "a_file" / "cache" and cache.cache_dir().is_dir()
+    assert (
+        kernel_cache.cache_dir() != tmp_path / "a_file" / "cache"
+        and kernel_cache.cache_dir().is_dir()
+    )
 
 
 def test_an_interrupted_compile_leaves_no_temporary_and_the_next_one_works(tmp_path, monkeypatch):
     monkeypatch.setenv("MINIDYNAMO_CACHE_DIR", str(tmp_path))
     source = 'extern "C" int answer() { return 42; }\n'
-    key = cache.library_key(source)
+    key = kernel_cache.library_key(source)
     (tmp_path / f"{key}.x1y2z3.so.tmp").write_bytes(b"left by a process killed in g++")
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
     with monkeypatch.context() as patch:
-        patch.setattr(cache.subprocess, "run", interrupted)
+        patch.setattr(kernel_cache.subprocess, "run", interrupted)
         with pytest.raises(KeyboardInterrupt):
-            cache.load(source)
+            kernel_cache.load(source)
     assert [p.name for p in tmp_path.glob("*.tmp")] == [f"{key}.x1y2z3.so.tmp"]
-    library, path = cache.load(source)  # the stray temporary is not taken for a library
+    library, path = kernel_cache.load(source)  # the stray temporary is not taken for a library
     assert library.answer() == 42 and path.suffix == ".so"
 
 
@@ -128,4 +131,4 @@ def test_four_processes_racing_to_build_one_new_kernel_all_get_it(tmp_path):
     assert not list(cache_dir.glob("*.tmp"))
     for library in cache_dir.glob("*.so"):
         key = library.name.split(".")[0]
-        assert cache.library_name(key, library.read_bytes()) == library.name
+        assert kernel_cache.library_name(key, library.read_bytes()) == library.name

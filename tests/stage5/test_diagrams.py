@@ -2,8 +2,8 @@
 
 import torch
 
-from stage5_inductor_cpp.diagrams import fusion_diagram
-from stage5_inductor_cpp.graph import GraphLowering
+from stage5_inductor_cpp.graph_lowering import GraphLowering
+from stage5_inductor_cpp.tools.diagrams import fusion_diagram
 
 
 def lowered(fn, *args) -> GraphLowering:

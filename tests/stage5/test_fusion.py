@@ -9,9 +9,9 @@ import torch
 import torch.nn.functional as F
 
 from stage5_inductor_cpp import compile_fx, lowering
-from stage5_inductor_cpp.graph import GraphLowering
+from stage5_inductor_cpp.graph_lowering import GraphLowering
+from stage5_inductor_cpp.performance.stash import stashes
 from stage5_inductor_cpp.scheduler import FusedKernel, Scheduler
-from stage5_inductor_cpp.stash import stashes
 from tests.stage5.helpers import check_both, check_traced, kernel_logs
 
 

@@ -9,8 +9,8 @@ import torch
 import torch.nn.functional as F
 
 from stage5_inductor_cpp import compile_fx
-from stage5_inductor_cpp import graph as graph_module
-from stage5_inductor_cpp.graph import GraphLowering
+from stage5_inductor_cpp import graph_lowering as graph_module
+from stage5_inductor_cpp.graph_lowering import GraphLowering
 from stage5_inductor_cpp.ir import ExternKernel, Layout
 from stage5_inductor_cpp.wrapper import same_memory
 from tests.stage5.helpers import check_lowered, check_torch_compile, check_traced, compile_traced

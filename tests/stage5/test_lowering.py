@@ -11,7 +11,7 @@ import torch
 import torch.fx
 import torch.nn.functional as F
 
-from stage5_inductor_cpp.graph import GraphLowering
+from stage5_inductor_cpp.graph_lowering import GraphLowering
 from stage5_inductor_cpp.lowering import EagerOnly
 from tests.oracle import assert_same_as_eager
 from tests.stage5.helpers import (

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import stage4_fx
 import stage5_inductor_cpp
-from stage5_inductor_cpp import bias_addmm
+from stage5_inductor_cpp.performance import bias_addmm
 from tests.oracle import assert_same_as_eager
 from tests.stage5.helpers import KeepGraphs, compile_traced, lowered
 

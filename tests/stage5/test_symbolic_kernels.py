@@ -186,7 +186,7 @@ def test_an_internal_error_of_a_symbolic_lowering_is_raised_in_strict_mode(monke
     mode (the tests') it is an error, not a quiet fallback to one compile per size."""
     from stage3_guards import config
     from stage5_inductor_cpp.lowering import LOWERINGS
-    from stage5_inductor_cpp.sizes import is_symbolic
+    from stage5_inductor_cpp.symbolic.sizes import is_symbolic
 
     sin = LOWERINGS[torch.sin]
 

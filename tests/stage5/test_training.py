@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 import stage4_fx
 from stage4_fx.training.aot import partition, trace_joint
 from stage5_inductor_cpp import compile_fx
-from stage5_inductor_cpp.aten import DECOMPOSITIONS
+from stage5_inductor_cpp.training.aten import DECOMPOSITIONS
 from tests.stage5.helpers import KeepGraphs
 
 

@@ -5,9 +5,9 @@ import json
 import pytest
 import torch
 
-from stage6_inductor_triton import autotune
-from stage6_inductor_triton.autotune import Config, KernelLauncher, configs_for, grid
 from stage6_inductor_triton.codegen_triton import KernelShape
+from stage6_inductor_triton.performance import autotune
+from stage6_inductor_triton.performance.autotune import Config, KernelLauncher, configs_for, grid
 from stage6_inductor_triton.runtime import source_dir
 from tests.stage5.helpers import kernel_logs
 

@@ -12,7 +12,7 @@ import textwrap
 
 import pytest
 
-from stage6_inductor_triton import cli
+from stage6_inductor_triton.tools import cli
 
 SCRIPT = """
 import torch
@@ -49,7 +49,7 @@ def run_main(*argv):
 
 def run_command(*argv):
     return subprocess.run(
-        [sys.executable, "-m", "stage6_inductor_triton.cli", *argv],
+        [sys.executable, "-m", "stage6_inductor_triton.tools.cli", *argv],
         capture_output=True,
         text=True,
         timeout=120,

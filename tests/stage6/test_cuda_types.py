@@ -19,9 +19,12 @@ import triton.language as tl
 
 import stage4_fx
 from benchmarks.model_sweep import build
-from stage5_inductor_cpp import bias_addmm, layouts
-from stage6_inductor_triton import autotune, compile_fx, typecheck
+from stage5_inductor_cpp.like_eager import layouts
+from stage5_inductor_cpp.performance import bias_addmm
+from stage6_inductor_triton import compile_fx
+from stage6_inductor_triton.checks import typecheck
 from stage6_inductor_triton.codegen_triton import TritonOverrides, shortest_float32_text
+from stage6_inductor_triton.performance import autotune
 from tests.oracle import assert_same_as_eager
 from tests.stage5.programs import make_program
 from tests.stage6.helpers import check_lowered, compile_traced

@@ -12,7 +12,7 @@ from hypothesis import assume, given, note, settings
 import stage4_fx
 import stage6_inductor_triton
 from stage6_inductor_triton import compile_fx
-from stage6_inductor_triton.cudagraphs import CannotRecord, CudaGraphRunner
+from stage6_inductor_triton.performance.cudagraphs import CannotRecord, CudaGraphRunner
 from tests.stage5.helpers import as_python_function
 from tests.stage5.programs import programs, tolerances
 from tests.stage6.helpers import DEVICES

@@ -48,7 +48,7 @@ def test_sign(device):
 def test_a_recording_per_size(device, monkeypatch):
     import stage4_fx
     from stage6_inductor_triton import compile_fx
-    from stage6_inductor_triton.cudagraphs import Recording
+    from stage6_inductor_triton.performance.cudagraphs import Recording
 
     replays = []
     replay = Recording.replay

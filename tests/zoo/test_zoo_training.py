@@ -98,7 +98,7 @@ def test_replayed_training_steps_equal_eager(name):
     interpreter): the second step records, the later ones replay, and each step's loss,
     gradients and parameters equal eager's, with the caller keeping every output."""
     from stage6_inductor_triton import compile_fx as triton_compile_fx
-    from stage6_inductor_triton.cudagraphs import CudaGraphRunner
+    from stage6_inductor_triton.performance.cudagraphs import CudaGraphRunner
 
     model, args, eager = training_copies(name)
     made = []

@@ -28,9 +28,9 @@ from collections.abc import Hashable
 import torch
 import torch.nn.functional as F
 
-from .ir import BufferView, ExternKernel, Layout, Pointwise, contiguous_strides
-from .lowering import Fallback, is_tensor, register, reindex
-from .views import cat, narrow
+from ..ir import BufferView, ExternKernel, Layout, Pointwise, contiguous_strides
+from ..lowering import Fallback, is_tensor, register, reindex
+from ..lowerings.views import cat, narrow
 
 MATMULS = {operator.matmul, torch.matmul, torch.mm, torch.Tensor.matmul, torch.Tensor.mm}
 # The products that write a contiguous result into memory they are given: each call, and

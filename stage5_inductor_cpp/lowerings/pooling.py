@@ -14,8 +14,8 @@ the op runs on a meta tensor first.
 import torch
 import torch.nn.functional as F
 
-from .ir import Pointwise, Reduction, ops
-from .lowering import Fallback, loader_for, register, upcast
+from ..ir import Pointwise, Reduction, ops
+from ..lowering import Fallback, loader_for, register, upcast
 
 
 def _pair(value):

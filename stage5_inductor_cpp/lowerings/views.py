@@ -9,9 +9,8 @@ import operator
 
 import torch
 
-from .gather import index_with_tensors
-from .ir import BufferView, Index, Pointwise, ops
-from .lowering import (
+from ..ir import BufferView, Index, Pointwise, ops
+from ..lowering import (
     Fallback,
     _dim,
     _numel,
@@ -22,7 +21,8 @@ from .lowering import (
     reindex,
     reshape_to,
 )
-from .sizes import decide, floordiv, is_symbolic, maximum, slice_indices
+from ..symbolic.sizes import decide, floordiv, is_symbolic, maximum, slice_indices
+from .gather import index_with_tensors
 
 
 @register("permute", same_dtype=True)

@@ -38,10 +38,10 @@ import torch.utils._pytree as pytree
 
 from stage1_eval_frame.logs import get_logger
 
-from .ir import BufferView, ExternKernel, InputBuffer, Layout, Reduction
-from .lowering import EagerOnly, as_pointwise, is_tensor, reindex
+from ..ir import BufferView, ExternKernel, InputBuffer, Layout, Reduction
+from ..lowering import EagerOnly, as_pointwise, is_tensor, reindex
+from ..symbolic.sizes import as_size, hint, same
 from .meta_run import CONVOLUTIONS, Snapshot, snapshot, storage_id, tensors_in
-from .sizes import as_size, hint, same
 
 log = get_logger("kernels")
 aten = torch.ops.aten

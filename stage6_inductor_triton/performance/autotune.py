@@ -26,12 +26,12 @@ from triton.runtime.errors import OutOfResources, PTXASError
 
 from stage1_eval_frame.logs import get_logger
 from stage3_guards.codegen import AST_LOCK
-from stage5_inductor_cpp import cache
-from stage5_inductor_cpp.sizes import hint
+from stage5_inductor_cpp import kernel_cache
+from stage5_inductor_cpp.symbolic.sizes import hint
 
-from .codegen_triton import KernelShape, triton_next_power_of_2
-from .runtime import INTERPRETER_LOCK, source_dir
-from .typecheck import check_for_cuda, launch_types
+from ..checks.typecheck import check_for_cuda, launch_types
+from ..codegen_triton import KernelShape, triton_next_power_of_2
+from ..runtime import INTERPRETER_LOCK, source_dir
 
 log = get_logger("kernels")
 
@@ -295,5 +295,5 @@ class KernelLauncher:
         stats["tuned"] += 1
         BEST[self.key] = best
         path.parent.mkdir(parents=True, exist_ok=True)
-        cache.write_atomically(path, json.dumps(dataclasses.asdict(best)).encode())
+        kernel_cache.write_atomically(path, json.dumps(dataclasses.asdict(best)).encode())
         return best

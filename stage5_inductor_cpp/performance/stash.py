@@ -17,8 +17,8 @@ computed once anyway.
 
 from stage1_eval_frame.logs import get_logger
 
-from .functionalize import WriteBack
-from .scheduler import FusedKernel, SchedulerNode
+from ..like_eager.functionalize import WriteBack
+from ..scheduler import FusedKernel, SchedulerNode
 
 log = get_logger("kernels")
 

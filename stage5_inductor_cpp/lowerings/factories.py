@@ -11,9 +11,9 @@ for the filled ones the value.
 import torch
 from torch._subclasses.fake_tensor import FakeTensor
 
-from .ir import Index, Pointwise, ops
-from .lowering import Fallback, register
-from .sizes import as_sizes, is_symbolic
+from ..ir import Index, Pointwise, ops
+from ..lowering import Fallback, register
+from ..symbolic.sizes import as_sizes, is_symbolic
 
 
 def _filled(out, ranges) -> Pointwise:

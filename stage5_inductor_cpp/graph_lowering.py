@@ -21,16 +21,7 @@ from torch._subclasses.fake_tensor import FakeTensor
 from stage1_eval_frame.logs import get_logger
 from stage3_guards import config
 
-from . import (  # noqa: F401  (they register lowerings)
-    decompositions,
-    factories,
-    gather,
-    layouts,
-    pooling,
-    views,
-)
-from .bias_addmm import WRITES_INTO_OUT, bias_addmm, linear_siblings, sibling_products
-from .functionalize import Functionalization, OutOfPlace, WriteBack, without_inplace
+from . import lowerings  # noqa: F401  (its modules register their lowerings)
 from .ir import (
     BufferView,
     ComputedBuffer,
@@ -45,6 +36,18 @@ from .ir import (
     index_vars,
     set_handler,
 )
+from .like_eager import layouts
+from .like_eager.functionalize import Functionalization, OutOfPlace, WriteBack, without_inplace
+from .like_eager.meta_run import (
+    STRIDES_FROM_A_CALL,
+    MetaRun,
+    attribute,
+    on_meta_device,
+    run_on_meta,
+    storage_id,
+    strides_from_a_call,
+    tensors_in,
+)
 from .lowering import (
     LOWERINGS,
     SAME_DTYPE,
@@ -56,17 +59,8 @@ from .lowering import (
     is_tensor,
     make_pointwise,
 )
-from .meta_run import (
-    STRIDES_FROM_A_CALL,
-    MetaRun,
-    attribute,
-    on_meta_device,
-    run_on_meta,
-    storage_id,
-    strides_from_a_call,
-    tensors_in,
-)
-from .sizes import as_size, as_sizes, as_symint, as_symints, hint, is_symbolic
+from .performance.bias_addmm import WRITES_INTO_OUT, bias_addmm, linear_siblings, sibling_products
+from .symbolic.sizes import as_size, as_sizes, as_symint, as_symints, hint, is_symbolic
 
 log = get_logger("kernels")
 

@@ -9,8 +9,8 @@ import math
 import torch
 import torch.nn.functional as F
 
-from .ir import Reduction, ops
-from .lowering import (
+from ..ir import Reduction, ops
+from ..lowering import (
     LOWERINGS,
     Fallback,
     _dim,
@@ -27,7 +27,7 @@ from .lowering import (
     reshape_to,
     upcast,
 )
-from .sizes import maximum
+from ..symbolic.sizes import maximum
 
 
 @register("sigmoid")

@@ -38,8 +38,8 @@ import torch
 import torch.fx
 import torch.utils._pytree as pytree
 
-from .ir import ComputedBuffer, Layout
-from .lowering import EagerOnly, register
+from ..ir import ComputedBuffer, Layout
+from ..lowering import EagerOnly, register
 from .meta_run import MetaRun, storage_id, tensors_in
 
 IN_PLACE_OPERATORS = {

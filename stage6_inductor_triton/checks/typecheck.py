@@ -28,7 +28,7 @@ from triton.compiler import ASTSource
 from triton.compiler.compiler import make_backend
 from triton.runtime.jit import JITFunction, mangle_type
 
-from .codegen_triton import TL_DTYPES, TritonKernel
+from ..codegen_triton import TL_DTYPES, TritonKernel
 
 CUDA_TARGET = GPUTarget("cuda", 90, 32)  # an H100 or H200 (compute capability 9.0)
 

@@ -20,7 +20,7 @@ import stage3_guards
 import stage4_fx
 import stage5_inductor_cpp
 
-from . import backend as triton_backend
+from .. import backend as triton_backend
 
 
 def toy_example(a, b):

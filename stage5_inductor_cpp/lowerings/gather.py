@@ -17,8 +17,8 @@ ours asserts on the device as well (`torch._assert_async`), so that no call wait
 import torch
 import torch.nn.functional as F
 
-from .ir import BufferView, ExternKernel, Index, Layout, Pointwise, contiguous_strides, ops
-from .lowering import Fallback, broadcast_shapes, is_tensor, loader_for, register
+from ..ir import BufferView, ExternKernel, Index, Layout, Pointwise, contiguous_strides, ops
+from ..lowering import Fallback, broadcast_shapes, is_tensor, loader_for, register
 
 INDEX_DTYPES = (torch.int64, torch.int32)
 

@@ -18,9 +18,9 @@ import torch.utils._pytree as pytree
 
 from stage2_symbolic_vm.diagrams import fence, label, node_id
 
-from .graph import GraphLowering
-from .ir import BufferView
-from .scheduler import ExternCall, FusedKernel, Scheduler
+from ..graph_lowering import GraphLowering
+from ..ir import BufferView
+from ..scheduler import ExternCall, FusedKernel, Scheduler
 
 
 def fusion_diagram(graph: GraphLowering, prefix: str = "cpp") -> str:

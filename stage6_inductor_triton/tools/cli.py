@@ -24,7 +24,7 @@ from contextlib import contextmanager
 import stage4_fx
 from stage1_eval_frame.logs import TOPICS, get_logger
 
-from .frontend import compile as inductor_compile
+from ..frontend import compile as inductor_compile
 from .tour import describe, header, tour
 
 # --- minidynamo explain ------------------------------------------------------------------

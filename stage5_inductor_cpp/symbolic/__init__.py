@@ -1,0 +1,1 @@
+"""Sizes that are symbols: one kernel for every batch size (sizes.py)."""

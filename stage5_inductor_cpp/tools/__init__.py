@@ -1,0 +1,1 @@
+"""Tools for the book: the kernels before and after fusion, drawn (diagrams.py)."""

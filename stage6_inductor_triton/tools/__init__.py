@@ -1,0 +1,1 @@
+"""The `minidynamo` command (cli.py) and its tour of all six stages (tour.py)."""
