@@ -5,7 +5,7 @@ assumption it made about them. This stage turns those assumptions into
 guards (`guards.py`: one builder per kind), compiles the guards of a trace
 into one generated Python function (`guard_function.py`) and the trace into a
 straight-line replay (`replay.py`), keeps the compiled versions of each code
-object in a cache that recompiles when the guards fail (`cache.py`), and ties
+object in a cache that recompiles when the guards fail (`frame_cache.py`), and ties
 it to the stage-1 hook in `jit(fn)` (`jit.py`). Read them in that order.
 A size that changes between two compiles of a frame becomes a symbol (stage 2's
 `shapes.py`; `mark_dynamic`, `config.automatic_dynamic_shapes`), guarded by the
@@ -17,7 +17,7 @@ relations the trace relied on (`guards.shape_env_guard`).
 
 from stage2_symbolic_vm.shapes import ConstraintViolationError, mark_dynamic, mark_static
 
-from .cache import (
+from .frame_cache import (
     CacheEntry,
     CompileError,
     CompilerWarning,

@@ -40,7 +40,7 @@ from torch._C._dynamo.guards import TensorGuards
 
 from stage2_symbolic_vm.sources import AttrSource, GlobalSource, LocalSource, Source
 
-from .codegen import compile_function, identifier, parse
+from .generated import compile_function, identifier, parse
 from .guards import Guard
 
 

@@ -30,7 +30,7 @@ from stage2_symbolic_vm.functions import GLOBAL_HOOKS, MODULE_HOOKS, inference_m
 from stage2_symbolic_vm.sources import Assumption, BuiltinSource, Source
 from stage2_symbolic_vm.variables import compared_by_identity
 
-from .codegen import parse
+from .generated import parse
 
 
 class GuardError(Exception):

@@ -23,8 +23,8 @@ import stage2_symbolic_vm
 from stage1_eval_frame import SKIP, clear_skip_marks, set_eval_frame, skip_code
 from stage1_eval_frame.logs import get_logger
 
-from .cache import CacheEntry, FrameCache, counters
-from .codegen import forget_sources
+from .frame_cache import CacheEntry, FrameCache, counters
+from .generated import forget_sources
 from .guard_function import compile_guards
 from .guards import build_guards
 from .replay import argument_names, compile_replay

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from stage2_symbolic_vm.sources import BuiltinSource, LocalSource, Source
 from stage2_symbolic_vm.trace import Node, Trace, target_name
 
-from .codegen import compile_function, identifier
+from .generated import compile_function, identifier
 from .guards import Names
 
 _TAKEN = object()  # marks the names of parameters and variables in `Names`

@@ -28,7 +28,7 @@ from stage1_eval_frame import SKIP, clear_skip_marks, set_eval_frame, skip_code
 from stage1_eval_frame.logs import get_logger
 from stage2_symbolic_vm.functions import hooks_of
 from stage3_guards import FrameCache, counters
-from stage3_guards.codegen import forget_sources
+from stage3_guards.generated import forget_sources
 
 from . import fx_graph, resume
 from .backends import lookup_backend, with_mode

@@ -45,7 +45,7 @@ from triton.runtime import interpreter
 from triton.runtime.interpreter import TensorHandle
 
 from stage1_eval_frame.logs import get_logger
-from stage3_guards.codegen import AST_LOCK
+from stage3_guards.generated import AST_LOCK
 from stage5_inductor_cpp import kernel_cache
 
 log = get_logger("kernels")

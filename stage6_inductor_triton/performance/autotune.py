@@ -25,7 +25,7 @@ import triton.testing
 from triton.runtime.errors import OutOfResources, PTXASError
 
 from stage1_eval_frame.logs import get_logger
-from stage3_guards.codegen import AST_LOCK
+from stage3_guards.generated import AST_LOCK
 from stage5_inductor_cpp import kernel_cache
 from stage5_inductor_cpp.symbolic.sizes import hint
 
