@@ -25,8 +25,8 @@ guard objects (a `GuardManager` per source, whose "accessor" reads the value
 once for all the checks below it), faster but not something one can print and
 read. Ours reads like the first and reads values like the second. The tensors'
 checks come last, all of them first in one C++ call (`check_tensors`: torch's
-TensorGuards, which early TorchDynamo called too), their Python checks deciding
-only when it says no. When the function says False, `failure_reason` re-checks
+TensorGuards, which early TorchDynamo called too; performance/tensor_checks.py),
+their Python checks deciding only when it says no. When the function says False, `failure_reason` re-checks
 the guards one by one to say which assumption broke, and how.
 """
 
@@ -35,13 +35,11 @@ import builtins
 from collections import Counter
 from dataclasses import dataclass
 
-import torch
-from torch._C._dynamo.guards import TensorGuards
-
 from stage2_symbolic_vm.sources import AttrSource, GlobalSource, LocalSource, Source
 
 from .generated import compile_function, identifier, parse
 from .guards import Guard
+from .performance.tensor_checks import check_tensors_like
 
 
 @dataclass(eq=False)
@@ -115,46 +113,6 @@ def _tensor_lines(tensors: list[Guard], reads: "SharedReads", written: set) -> l
 
 def _tensors_check(tensors: list[Guard]):
     return check_tensors_like([guard.example() for guard in tensors])
-
-
-def check_tensors_like(examples: list) -> object:
-    """torch's C++ check that tensors have the examples' type, dispatch keys, dtype, device,
-    sizes, strides and requires_grad (torch/csrc/dynamo/guards.cpp), all in one call: what
-    early TorchDynamo's guard lambdas called as `___check_tensors`; torch 2.x's guard
-    managers call the same checks."""
-    return TensorGuards(
-        *examples,
-        dynamic_dims_sizes=[list(t.size()) for t in examples],
-        dynamic_dims_strides=[list(t.stride()) for t in examples],
-    ).check
-
-
-class SameArguments:
-    """Whether a call's arguments have the metadata of the ones `code` was made for: the
-    backends' check of the last specialisation before their Python key.
-
-    A Python key reads six properties of every tensor: about 1 ms for a ResNet-50's 267
-    tensors on the GPU machine's CPU, on every call. This checks the tensors in C++
-    (`check_tensors_like`) and the other arguments by type and value. It is stricter than
-    a key (a Parameter and a Tensor differ): a call it rejects falls back to the key,
-    never to a wrong code."""
-
-    def __init__(self, args, code):
-        self.code, self.count = code, len(args)
-        self.tensor_positions = [i for i, a in enumerate(args) if isinstance(a, torch.Tensor)]
-        self.others = [
-            (i, type(a), a) for i, a in enumerate(args) if not isinstance(a, torch.Tensor)
-        ]
-        self.tensors = check_tensors_like([args[i] for i in self.tensor_positions])
-
-    def __call__(self, args) -> bool:
-        if len(args) != self.count:
-            return False
-        if not self.others:  # the usual graph: tensors only
-            return self.tensors(*args)
-        if any(type(args[i]) is not kind or args[i] != value for i, kind, value in self.others):
-            return False
-        return self.tensors(*[args[i] for i in self.tensor_positions])
 
 
 class SharedReads:

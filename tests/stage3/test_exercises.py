@@ -12,7 +12,7 @@ from stage2_symbolic_vm.sources import Assumption
 from stage3_guards import FrameCache, build_guards
 
 from .handmade import add
-from .test_cache import call, compile_add, frame_of
+from .test_frame_cache import call, compile_add, frame_of
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("MINIDYNAMO_EXERCISES") != "1",

@@ -1,0 +1,1 @@
+"""Dynamic shapes: the guards of a trace whose sizes are symbols (`shape_guards.py`)."""

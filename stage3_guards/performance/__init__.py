@@ -1,0 +1,1 @@
+"""Performance: checking many tensors in one C++ call (`tensor_checks.py`)."""
