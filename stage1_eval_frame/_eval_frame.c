@@ -88,7 +88,7 @@ static Py_ssize_t threads_with_callback = 0;
 static _PyFrameEvalFunction previous_eval = NULL;
 
 /* Frames deeper than this in one thread run without our evaluator: each
- * hooked frame costs C stack (about 1 kB) and, since 3.12, two units of
+ * hooked frame costs C stack (a C frame of ours) and, since 3.12, two units of
  * CPython's C-recursion budget (1,500 on 3.12; on 3.13 it depends on the build),
  * which plain CPython does not spend.
  * While a thread is that deep, the evaluator steps aside for every thread
