@@ -12,9 +12,9 @@ The core, in reading order:
 
     _eval_frame.c   the evaluator: each new frame shown to the callback, its answer carried out
     skip_marks.c    the memory of SKIP answers: marks on a code object, one per callback
-    hook.py         `eval_frame(callback)` and `disabled()`: the hook as context managers
-    logs.py         `MINIDYNAMO_LOGS=...`: one logger per topic, which every stage uses
-    __main__.py     `python -m stage1_eval_frame`: watch a program's frames, then swap one
+    hook.py         eval_frame(callback) and disabled(): the hook as context managers
+    logs.py         MINIDYNAMO_LOGS=...: one logger per topic, which every stage uses
+    __main__.py     python -m stage1_eval_frame: watch a program's frames, then swap one
 
 It has no subpackages: all of it is the idea.
 

@@ -14,7 +14,7 @@ The core, in reading order:
     generated.py        how generated source becomes a function (named, in linecache, never hooked)
     replay.py           the trace as a straight-line Python function: the smallest backend
     frame_cache.py      the entries of one code object: lookup, compile, recompile, give up
-    jit.py              `jit(fn)`: hook + VM + guards + cache
+    jit.py              jit(fn): hook + VM + guards + cache
 
 The rest, by purpose:
 

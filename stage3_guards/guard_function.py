@@ -26,8 +26,9 @@ once for all the checks below it), faster but not something one can print and
 read. Ours reads like the first and reads values like the second. The tensors'
 checks come last, all of them first in one C++ call (`check_tensors`: torch's
 TensorGuards, which early TorchDynamo called too; performance/tensor_checks.py),
-their Python checks deciding only when it says no. When the function says False, `failure_reason` re-checks
-the guards one by one to say which assumption broke, and how.
+their Python checks deciding only when it says no. When the function says False,
+`failure_reason` re-checks the guards one by one to say which assumption broke,
+and how.
 """
 
 import ast

@@ -8,19 +8,19 @@ then a resume function holding the rest, which is compiled in turn.
 
 The core, in reading order:
 
-    fx_graph.py         a stage-2 trace becomes a `torch.fx.GraphModule`
-    backends.py         `backend(gm, example_inputs) -> callable`, and the names that reach one
-    compile.py          `compile()`, and the hook's callback: which frames, and their caches
+    fx_graph.py         a stage-2 trace becomes a torch.fx.GraphModule
+    backends.py         backend(gm, example_inputs) -> callable, and the names that reach one
+    compile.py          compile(), and the hook's callback: which frames, and their caches
     convert.py          one frame in, one new code object out (a cache miss of stage 3)
     bytecode_writer.py  the new bytecode that rebuilds Python values: results, stack, locals
     cut.py              at a graph break: the graph so far, one instruction, a resume call
     resume.py           resume functions: the rest of the bytecode, as a function of its own
     breaks.py           why each break happened: one registry of kinds, one record per break
-    explain.py          `explain()`: the graphs, the breaks and why, the guards, the recompiles
+    explain.py          explain(): the graphs, the breaks and why, the guards, the recompiles
 
 The rest, by purpose:
 
-    training/           the forward and backward as two graphs (AOTAutograd; `aot_eager`)
+    training/           the forward and backward as two graphs (AOTAutograd; aot_eager)
     tools/              Mermaid diagrams of graphs and breaks, for the book and for users
 
     >>> opt = stage4_fx.compile(fn, backend="eager")  # or stage4_fx.optimize("eager")(fn)
