@@ -17,9 +17,9 @@ Each candidate runs `calls` calls, `repeats` times, the candidates taking turns
     .venv/bin/python -m benchmarks.bench_stage3_overhead --json docs/data/bench_stage3.json
 
 Targets, as ratios of overheads over eager (time - eager's time), from this run, without
-rounding: issue 4, `stage3_guards.jit` on `x + y` at most half of torch.compile's own
-frontend's (`backend="eager"`, which runs the captured graph as it is); issue 12,
-`stage4_fx.compile` on the module at most torch.compile's (its default backend, inductor).
+rounding: `stage3_guards.jit` on `x + y` at most half of torch.compile's own frontend's
+(`backend="eager"`, which runs the captured graph as it is); `stage4_fx.compile` on the
+module at most torch.compile's (its default backend, inductor).
 The module's overhead is also compared with `torch.compile(backend="eager")`, the same
 frontend work as ours, and said, not targeted.
 """
@@ -34,8 +34,8 @@ import stage3_guards
 import stage4_fx
 from benchmarks import report
 
-TARGET_JIT_VS_TORCH_EAGER = 0.5  # issue 4: x + y, stage3_guards.jit
-TARGET_MODULE_VS_TORCH = 1.0  # issue 12: the module, stage4_fx.compile vs torch.compile
+TARGET_JIT_VS_TORCH_EAGER = 0.5  # x + y, stage3_guards.jit
+TARGET_MODULE_VS_TORCH = 1.0  # the module, stage4_fx.compile vs torch.compile
 OURS = "stage4_fx.compile"
 JIT = "stage3_guards.jit"
 TORCH_EAGER = 'torch.compile(backend="eager")'

@@ -82,7 +82,7 @@ def reset_globals(namespace):
     namespace["G_SET"].clear()
 
 
-# --- the programs, on every backend ---------------------------------------------------
+# --- programs that change what they hold across a break, on every backend -------------------
 
 
 def append_built(x):

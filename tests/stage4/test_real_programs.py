@@ -1,4 +1,4 @@
-"""What real programs did to the frontend (issue 10), one regression test per finding.
+"""What real programs did to the frontend, one regression test per finding.
 
 Each test is a pattern found in code nobody here wrote: Hugging Face's
 decorators, torchvision's in-place ReLU, PyTorch's own dynamo tests.
@@ -449,7 +449,7 @@ def test_a_thousand_compile_and_reset_rounds_keep_memory_flat():
     assert len(linecache.cache) <= entries
 
 
-# --- Hugging Face patterns (the sweep of 91 model configurations, issue 10) -----------------
+# --- Hugging Face patterns (from a sweep of its model configurations) -----------------------
 
 
 def one_graph(fn, *args):

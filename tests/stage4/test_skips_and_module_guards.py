@@ -1,4 +1,4 @@
-"""What a compiled call costs, and what keeps it right (issue 12, per-call cost).
+"""What a compiled call costs, and what keeps it right.
 
 Frames that will not be compiled are answered SKIP and marked in C: their callback is not
 entered again. A module's parameters are guarded where nn.Module keeps them, each read once:
