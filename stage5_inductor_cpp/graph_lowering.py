@@ -1,12 +1,19 @@
 """Lowering a whole FX graph, node by node (inductor's graph.py).
 
-First the graph runs on meta tensors (meta_run.py): eager's verdict (a bad graph
-runs in torch, which raises its error), its strides, and which calls write into
-tensors, computed out of place where that is safe (functionalize.py). Then each call
-node goes through `LOWERINGS`, or becomes an `ExternKernel` that calls torch. The
-result's dtype comes from torch itself, by running the op on one-element stand-ins of
-the inputs; shapes come from the lowerings. An extern's layout comes from running it
-on meta tensors with our layouts. Outputs land with eager's strides (layouts.py).
+`GraphLowering.lower` is the node loop. Each call node goes through `LOWERINGS` and
+becomes IR, or becomes an `ExternKernel` that calls torch at run time. The result's
+dtype comes from torch itself, by running the op on one-element stand-ins of the
+inputs; shapes come from the lowerings. An extern's layout comes from running it on
+meta tensors with our layouts. A value read by several nodes is stored once where it is
+dear to compute (`maybe_realize`); the graph's outputs land in memory.
+
+Around the loop, named steps make the result match eager where a caller can see more
+than values (like_eager/): the graph first runs on meta tensors for eager's verdict,
+strides and writes (meta_run.py); in-place ops are computed out of place and written
+back into inputs (in_place.py); outputs land with eager's strides, and memory that the
+program reads lies as in eager's (layouts.py). Passes of performance/ rewrite matrix
+products (bias_addmm.py, sibling_products.py) and store images channels-last
+(channels_last.py). Which device rules apply is the backend's `Rules` (rules.py).
 """
 
 import dataclasses
@@ -16,7 +23,6 @@ import warnings
 import torch
 import torch.fx
 import torch.utils._pytree as pytree
-from torch._subclasses.fake_tensor import FakeTensor
 
 from stage1_eval_frame.logs import get_logger
 from stage3_guards import config
@@ -26,26 +32,20 @@ from .ir import (
     BufferView,
     ComputedBuffer,
     ExternKernel,
-    Index,
     InputBuffer,
     Layout,
     Pointwise,
-    ReadsCollector,
-    Reduction,
     contiguous_strides,
-    index_vars,
-    set_handler,
 )
 from .like_eager import layouts
-from .like_eager.functionalize import Functionalization, OutOfPlace, WriteBack, without_inplace
+from .like_eager.functionalize import without_inplace
+from .like_eager.in_place import InPlaceWrites
 from .like_eager.meta_run import (
-    STRIDES_FROM_A_CALL,
-    MetaRun,
     attribute,
+    device_strides,
     on_meta_device,
     run_on_meta,
     storage_id,
-    strides_from_a_call,
     tensors_in,
 )
 from .lowering import (
@@ -54,37 +54,25 @@ from .lowering import (
     SUPPORTED_DTYPES,
     EagerOnly,
     Fallback,
-    as_pointwise,
     by_position,
     is_tensor,
-    make_pointwise,
 )
-from .performance.bias_addmm import WRITES_INTO_OUT, bias_addmm, linear_siblings, sibling_products
-from .symbolic.sizes import as_size, as_sizes, as_symint, as_symints, hint, is_symbolic
+from .performance import channels_last, reuse
+from .performance.bias_addmm import bias_addmm
+from .performance.linear import into_planned_memory
+from .performance.sibling_products import SiblingProducts
+from .rules import CPU_RULES, Rules
+from .symbolic.sizes import (
+    as_size,
+    as_sizes,
+    as_symint,
+    as_symints,
+    fake_mode_of,
+    hint,
+    is_symbolic,
+)
 
 log = get_logger("kernels")
-
-# A value used more than once is computed once into a buffer when it is this expensive;
-# below it, recomputing in each consumer is cheaper than a round trip through memory.
-REUSE_COST = 20
-# ... or when it reads more buffers than this (inductor's `realize_reads_threshold`): a
-# residual stream's gradient, a sum over every block after it, would otherwise be read
-# again, term by term, by each of its readers.
-REUSE_READS = 4
-# Where an image between convolutions that only kernels read is computed again in each
-# reader, as other values are (`maybe_realize`).
-RECOMPUTED_IMAGES_ON = {"cuda"}
-MAX_INLINE_COST = 200
-
-
-def read_stored(node: torch.fx.Node) -> bool:
-    """Whether a reader of `node` needs it in memory: a call into torch (an op or method
-    without a lowering, a module) or the graph's output. Readers that are all kernels
-    compute a cheap image again, as inductor inlines a pointwise value into each of its
-    readers unless it is dear (`should_realize_on_reuse`): a training graph's batch-norm
-    backward then reads its inputs twice, not a stored copy of each of its terms."""
-    lowered = ("call_function", "call_method")  # (a method's lowering is under its name)
-    return any(user.op not in lowered or user.target not in LOWERINGS for user in node.users)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -154,21 +142,6 @@ def named_device(name: str, args, kwargs) -> torch.device | None:
     return next((torch.device(d) for d in named if d is not None), None)
 
 
-def loads_of(data: Pointwise) -> list[tuple[str, Index]]:
-    """What computing `data` loads: (buffer, index) over the variables x0, x1, ..."""
-    collector = ReadsCollector()
-    with set_handler(collector):
-        data.inner_fn(index_vars("x", len(data.ranges)))
-    return collector.loads
-
-
-def reads_only_its_element(data: Pointwise, layout: Layout, name: str, written) -> bool:
-    """Whether `data`, stored into input `name` at `layout`, reads no written input but its
-    own element at the index it stores to."""
-    store = layout.index(index_vars("x", len(layout.size)))
-    return all(n not in written or (n == name and i == store) for n, i in loads_of(data))
-
-
 class Values(dict):
     """node -> its lowered value, where a value already stored in a buffer (`realize`) reads
     as that buffer: inductor's `realize()` turns a TensorBox into a StorageBox that all its
@@ -187,35 +160,32 @@ class Values(dict):
 class GraphLowering:
     """The IR of one graph: `inputs`, `buffers` in program order, and `outputs`."""
 
-    def __init__(self, gm: torch.fx.GraphModule, example_inputs):
+    def __init__(self, gm: torch.fx.GraphModule, example_inputs, rules: Rules | None = None):
         self.gm = gm
         self.example_inputs = example_inputs
+        self.rules = CPU_RULES if rules is None else rules  # the device's rules (rules.py)
         self.inputs: list[InputBuffer | None] = []  # None for a Python-number input
         self.constants: dict[str, torch.Tensor] = {}
         self.buffers: list[ComputedBuffer | ExternKernel] = []
         self.outputs = None
         self.current_target = None  # the name of the op being lowered (`"view"`, `"sum"`)
-        self.meta: MetaRun | None = None  # the graph on meta tensors: eager's answers
-        self.out_of_place: dict[torch.fx.Node, OutOfPlace] = {}  # the nodes that write
+        self.stored: dict[int, tuple[Pointwise, BufferView]] = {}  # by id: `realize`
         self.input_views: dict[torch.fx.Node, BufferView] = {}  # placeholder -> its input
         self.written_inputs: list[int] = []  # positions of the inputs written in place
-        # owner -> its memory's value, and the stores into it not yet applied (a copy is
-        # made only for a reader); for inputs, every store in order, to write back at the end
-        self.memory: dict[torch.fx.Node, tuple[object, list]] = {}
-        self.stores: dict[torch.fx.Node, list[tuple[Layout, object]]] = {}
-        self.channels_last = False  # whether images are stored channels-last (layouts.py)
-        self.visible: set[int] = set()  # the memory the program sees, as eager lays it out
-        self.eager_views: dict[str, int] = {}  # extern views in eager's memory -> their start
-        self.stored: dict[int, tuple[Pointwise | Reduction, BufferView]] = {}  # by id: realize
-        self.siblings: dict = {}  # linear node -> the linears sharing its input (bias_addmm.py)
-        self.sibling_results: dict = {}  # linear node -> its slice of the group's product
         tensors = [a for a in example_inputs if isinstance(a, torch.Tensor)]
         self.device = tensors[0].device if tensors else torch.device("cpu")  # the kernels' device
+        # What the steps around the node loop learn of the whole graph first (`survey`).
+        self.meta = None  # the graph on meta tensors: eager's answers (meta_run.py)
+        self.writes: InPlaceWrites | None = None  # its in-place ops (in_place.py)
+        self.channels_last = False  # whether images are stored channels-last
+        self.visible: set[int] = set()  # the memory the program sees, as eager lays it out
+        self.eager_views: dict[str, int] = {}  # extern views in eager's memory -> their start
+        self.siblings: SiblingProducts | None = None  # products that share their input
 
     def new_name(self) -> str:
         return f"buf{len(self.buffers)}"
 
-    def add_buffer(self, data: Pointwise | Reduction, stride=None) -> BufferView:
+    def add_buffer(self, data, stride=None) -> BufferView:
         layout = Layout(data.ranges, stride or contiguous_strides(data.ranges), data.dtype)
         buffer = ComputedBuffer(self.new_name(), layout, data)
         self.buffers.append(buffer)
@@ -238,34 +208,21 @@ class GraphLowering:
 
     def realize_preferred(self, value) -> BufferView:
         """`value` in memory, in the layout the kernels like best: channels-last for an image
-        of a graph with convolutions (layouts.py), else contiguous."""
+        of a graph with convolutions (performance/channels_last.py), else contiguous."""
         if self.channels_last and len(value.ranges) == 4:
-            return layouts.channels_last(self, value)
+            return channels_last.channels_last(self, value)
         return self.realize(value)
 
     def run(self) -> "GraphLowering":
-        # Symbolic sizes (sizes.py): the inputs are FakeTensors, and torch's answers about
-        # them (meta functions, stand-ins) come from their FakeTensorMode, as in inductor;
-        # with the Python dispatcher on, as the frontend traced them (shapes.py): a C++ kernel
-        # that reads plain sizes (`x @ w` in torch 2.11) would pin each symbol to its value.
-        fakes = [a for a in self.example_inputs if isinstance(a, FakeTensor)]
-        if not fakes:
-            return self.lower()
-        from torch._dispatch.python import enable_python_dispatcher
-
-        with fakes[0].fake_mode, enable_python_dispatcher():
+        with fake_mode_of(self.example_inputs):  # symbolic sizes: torch answers for them
             return self.lower()
 
     def lower(self) -> "GraphLowering":
-        self.meta = run_on_meta(self.gm, self.example_inputs)
-        self.channels_last = layouts.prefers_channels_last(self.gm, self.device)
-        self.visible = layouts.visible_storages(self.gm, self.meta)
-        resolve = lambda node: self.resolve(node.op, node.target)  # noqa: E731
-        self.out_of_place = Functionalization(self.gm, self.meta, resolve).forms()
-        self.siblings = linear_siblings(self.gm, self.meta)  # bias_addmm.py
+        """The node loop."""
+        self.survey()
         env = Values(self.stored)
         # Inputs and constants first: a graph may name a weight just before its use, and a
-        # call may read the weights of later ones (`sibling_products`).
+        # call may read the weights of later ones (sibling products).
         for node in self.gm.graph.nodes:
             if node.op == "placeholder":
                 env[node] = self.input(self.example_inputs[len(self.inputs)])
@@ -274,63 +231,41 @@ class GraphLowering:
             elif node.op == "get_attr":
                 env[node] = self.constant(attribute(self.gm, node.target))
         for node in self.gm.graph.nodes:
-            if node.op in ("placeholder", "get_attr"):
-                continue
             if node.op == "output":
-                written = self.written(env)
-                self.alias_written_inputs(node, env, written)
+                self.writes.alias_written_inputs(node, env)  # the caller's tensor comes back
                 self.outputs = self.output(layouts.land_outputs(self, node, env))
-                self.write_back(written)
+                self.writes.write_back()  # the inputs written in place get their new values
             elif layouts.asks_layout(node):  # `x.stride()`: eager's answer, not our layout's
                 env[node] = layouts.eager_answer(self, node)
-            elif node in self.out_of_place:
+            elif node in self.writes:  # an in-place op, computed out of place
                 layouts.land_read_memory(self, node, env)  # `x.as_strided_(...)`
-                self.lower_out_of_place(node, env)
-            else:
-                layouts.land_view_bases(self, node, env)
+                self.writes.lower(node, env)
+            elif node.op not in ("placeholder", "get_attr"):
+                layouts.land_view_bases(self, node, env)  # memory the program sees, as eager's
                 layouts.land_read_memory(self, node, env)
-                args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), env.__getitem__)
-                env[node] = self.lower_node(node, args, kwargs, env)
+                env[node] = self.lower_node(node, env)
                 layouts.note_eager_views(self, node, env)
         return self
 
-    # --- inputs written in place (functionalize.py): their final values go back -----------
+    def survey(self):
+        """What the node loop needs to know of the whole graph before it starts: eager's
+        answers (a bad graph raises here as in eager), which calls write in place, whether
+        images are stored channels-last, the memory the program sees, the sibling products."""
+        self.meta = run_on_meta(self.gm, self.example_inputs)
+        self.channels_last = channels_last.prefers_channels_last(self.gm, self.rules)
+        self.visible = layouts.visible_storages(self.gm, self.meta)
+        self.writes = InPlaceWrites(self)
+        self.siblings = SiblingProducts(self)
 
-    def written(self, env) -> dict[str, tuple[BufferView, list]]:
-        """The inputs an in-place op wrote into: input name -> (the input, its stores)."""
-        return {
-            self.input_views[owner].buffer.name: (self.input_views[owner], stores)
-            for owner, stores in self.stores.items()
-        }
-
-    def alias_written_inputs(self, output, env, written):
-        """An output that is (a view of) a written input is that input, as in eager: the
-        caller gets its own tensor back, holding the new values."""
-        storages = {storage_id(self.meta.values[n]): n for n in self.input_views}
-        for arg in output.all_input_nodes:
-            result = self.meta.values[arg]
-            owner = storages.get(storage_id(result)) if isinstance(result, torch.Tensor) else None
-            if owner is None or self.input_views[owner].buffer.name not in written:
-                continue
-            offset = result.storage_offset() - self.meta.values[owner].storage_offset()
-            layout = Layout.of(result, offset)
-            env[arg] = BufferView(self.input_views[owner].buffer, layout)
-
-    def write_back(self, written):
-        """A `WriteBack` per store into an input, in program order, after every other buffer.
-        Its value is computed in the write-back's own loop when that reads no written input
-        but its own element, in the first store into it (`x + 1`); else first into a buffer
-        of its own (`x.flip(0)`, `y` of `x.copy_(y)` when `y` is written too, a second store),
-        so that no loop reads what another iteration or another store overwrote."""
-        plans = []
-        for name, (_, stores) in written.items():
-            for i, (layout, value) in enumerate(stores):
-                data = as_pointwise(value)
-                if not reads_only_its_element(data, layout, name if i == 0 else None, written):
-                    data = as_pointwise(self.add_buffer(data))
-                plans.append(WriteBack(name, layout, data))
-        self.buffers += plans
-        self.written_inputs = [i for i, b in enumerate(self.inputs) if b and b.name in written]
+    def lower_node(self, node, env):
+        """A call's value: a rewrite of performance/ where one applies (an `mm` and its bias
+        as one `addmm`; a product of sibling products), else its lowering."""
+        args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), env.__getitem__)
+        if (addmm := bias_addmm(self, node, args, kwargs)) is not None:
+            return addmm
+        if (product := self.siblings.product(node, env)) is not None:
+            return product
+        return self.lower_call(node, node.op, node.target, args, kwargs, len(node.users))
 
     def input(self, value):
         if not isinstance(value, torch.Tensor):
@@ -339,19 +274,6 @@ class GraphLowering:
         layout = Layout.of(value)
         self.inputs.append(InputBuffer(f"arg{len(self.inputs)}", layout))
         return BufferView(self.inputs[-1], layout)
-
-    def symbols(self) -> dict[str, str]:
-        """Where the wrapper reads each symbol (sizes.py): from an int argument (`_scalar0`),
-        else from a size of a tensor argument (`arg1.size(0)`)."""
-        found = {}
-        for i, (buffer, example) in enumerate(zip(self.inputs, self.example_inputs, strict=True)):
-            if buffer is None and is_symbolic(size := as_size(example)) and size.is_Symbol:
-                found.setdefault(size.name, f"_scalar{i}")
-        for buffer in filter(None, self.inputs):
-            for d, size in enumerate(buffer.layout.size):
-                if is_symbolic(size) and size.is_Symbol:
-                    found.setdefault(size.name, f"{buffer.name}.size({d})")
-        return found
 
     def constant(self, value):
         if not isinstance(value, torch.Tensor):
@@ -381,78 +303,6 @@ class GraphLowering:
         if op == "call_module":
             return attribute(self.gm, target)
         return target
-
-    def lower_node(self, node, args, kwargs, env):
-        if (addmm := bias_addmm(self, node, args, kwargs)) is not None:  # bias_addmm.py
-            return addmm
-        if (product := sibling_products(self, node, env)) is not None:  # bias_addmm.py
-            return product
-        return self.lower_call(node, node.op, node.target, args, kwargs, len(node.users))
-
-    def lower_out_of_place(self, node, env):
-        """An in-place node, computed out of place: its result is the written tensor's new
-        value, for the readers after it (earlier readers keep the old one, as in eager)."""
-        form = self.out_of_place[node]
-        args, kwargs = torch.fx.node.map_arg((node.args, node.kwargs), env.__getitem__)
-        kwargs = {k: v for k, v in kwargs.items() if k != "out"}  # `out=` is the written tensor
-        value = self.lower_call(node, form.op, form.target, args, kwargs, form.users)
-        want = self.meta.snapshots[node]  # the written tensor, after the write
-        if is_tensor(value) and value.dtype != want.dtype:  # `x.add_(y)` keeps x's dtype
-            if not torch.can_cast(value.dtype, want.dtype):  # which meta functions may not check
-                raise EagerOnly(f"{node.name}: torch cannot write {value.dtype} into {want.dtype}")
-            value = make_pointwise(lambda v: v, value, dtype=want.dtype, compute=value.dtype)
-        if not is_tensor(value) or tuple(value.ranges) != want.size:
-            self.internal_error(f"{node.name} out of place gives {value}, eager {want}")
-        value = self.store(form, value, env)
-        for same in form.rebinds:  # they stand for the tensor as written from now on
-            env[same] = value
-            self.meta.snapshots[same] = want
-        env[node] = value if isinstance(self.meta.values[node], torch.Tensor) else None
-
-    def store(self, form: OutOfPlace, value, env):
-        """`value` lands at `form.view` in its owner's memory: a store into an input is
-        written back at the end, and every other tensor of that memory read later (the
-        base of a view, another view) reads the memory with the store applied, as does
-        then the written tensor (eager's results that share memory, ours share too).
-        Torch's functionalization scatters the view into its base (`as_strided_scatter`),
-        which inductor lowers as we do: a copy of the base, then a store through the view."""
-        whole = form.view == form.owner_layout
-        old, pending = self.memory.get(form.owner, (env[form.owner], []))
-        self.memory[form.owner] = (value, []) if whole else (old, [*pending, (form.view, value)])
-        if form.owner in self.input_views:
-            stores = self.stores.setdefault(form.owner, [])
-            stores[:] = [*(stores if not whole else []), (form.view, value)]
-        if not form.aliases:
-            return value
-        for alias, layout in form.aliases:
-            env[alias] = self.aliased(form, env[alias], layout)
-        return self.in_memory(form.owner, form.owner_layout, form.view)
-
-    def aliased(self, form: OutOfPlace, old, layout):
-        """What an alias of the written memory reads from now on: the memory at its layout;
-        for a tuple of pieces, each piece of that memory at its own."""
-        if not isinstance(layout, tuple):
-            return self.in_memory(form.owner, form.owner_layout, layout)
-        if not isinstance(old, (tuple, list)):  # the pieces of an extern call (sizes.py)
-            raise EagerOnly(f"a write reaches the pieces of {old}, which torch made")
-        pieces = (
-            piece if at is None else self.in_memory(form.owner, form.owner_layout, at)
-            for piece, at in zip(old, layout, strict=True)
-        )
-        return type(old)(pieces)
-
-    def in_memory(self, owner, owner_layout: Layout, layout: Layout):
-        """The tensor at `layout` in `owner`'s memory, its stores applied: computed where it
-        is the whole memory, else read from a buffer laid out as the owner is."""
-        value, pending = self.memory[owner]
-        if layout == owner_layout and not pending:
-            return value
-        if pending or not (isinstance(value, BufferView) and value.layout == owner_layout):
-            value = self.add_buffer(as_pointwise(value), owner_layout.stride)
-            for view, stored in pending:
-                self.buffers.append(WriteBack(value.buffer.name, view, as_pointwise(stored)))
-            self.memory[owner] = (value, [])
-        return BufferView(value.buffer, layout)
 
     def lower_call(self, node, op: str, key, args, kwargs, users: int):
         """Lower the call `op`/`key` (`node`'s, or its out-of-place form) to IR or an extern."""
@@ -484,7 +334,7 @@ class GraphLowering:
             value = lowering(self, out, *args, **kwargs)
             if is_tensor(value) and value.dtype != out.dtype:
                 raise Fallback(f"lowering gave {value.dtype}, torch gives {out.dtype}")
-            return self.maybe_realize(node, value, users)
+            return reuse.maybe_realize(self, node, value, users)  # dear and read again: stored
         except Fallback as error:
             log.info("extern %s (%s): %s", node.name, self.current_target, error)
             return self.extern(node, op, target, args, kwargs)
@@ -551,30 +401,6 @@ class GraphLowering:
             raise Fallback(f"the kernels do not handle {unsupported[0]}")
         return results[0]
 
-    def maybe_realize(self, node, value, users: int):
-        """A value read by several nodes and dear to compute goes to memory (in eager's layout;
-        an image of a graph with convolutions, channels-last, computed in memory order)."""
-        if not isinstance(value, Pointwise):
-            return value
-        image = self.channels_last and len(value.ranges) == 4
-        if value.cost > MAX_INLINE_COST or (users > 1 and self.stored_once(node, value, image)):
-            if image:
-                return self.realize_preferred(value)
-            return self.realize(value, layouts.eager_stride(value, self.meta.snapshots.get(node)))
-        return value
-
-    def stored_once(self, node, value: Pointwise, image: bool) -> bool:
-        """Whether a value read by several nodes is stored once rather than computed again in
-        each: when it is dear (ops, or buffers read), or when it is an image between
-        convolutions that a reader needs in memory (a block's output, read by the next
-        convolution and the residual add). Elsewhere than `RECOMPUTED_IMAGES_ON` (the CPU)
-        every such image is stored: a reduction loop that selects (a ReLU's gradient) ran
-        slower than a store and a reload, ResNet-18's training backward 95 ms of kernels
-        against 44."""
-        if value.cost > REUSE_COST or len({name for name, _ in loads_of(value)}) > REUSE_READS:
-            return True
-        return image and (self.device.type not in RECOMPUTED_IMAGES_ON or read_stored(node))
-
     def extern(self, node, op: str, target, args, kwargs):
         """Call torch at run time; a meta run now gives the result's layout (or eager's error).
 
@@ -582,17 +408,8 @@ class GraphLowering:
         contiguous tensor): the meta run says so by its storage, and then the wrapper
         keeps the argument's buffer alive and never hands it to another kernel.
         """
-
-        def realized(value):
-            return self.realize(value) if isinstance(value, Pointwise) else value
-
-        images = self.channels_last and target in layouts.CONVOLUTIONS and len(args[0].ranges) == 4
-        if images:
-            args = (self.realize_preferred(args[0]), *args[1:])
-            target = layouts.conv2d_with_channels_last_weights()
-        if self.channels_last and (count := layouts.IMAGE_CALLS.get(target)):  # images, as the
-            args = (*map(self.realize_preferred, args[:count]), *args[count:])  # kernels store them
-        args, kwargs = pytree.tree_map(realized, (args, kwargs))
+        target, args, images = channels_last.extern_images(self, target, args)
+        args, kwargs = pytree.tree_map(self.realized, (args, kwargs))
         meta_args, meta_kwargs = pytree.tree_map(_to_meta, (args, kwargs))
         meta_kwargs = on_meta_device(meta_kwargs)
         meta_target = self.meta.module(target) if op == "call_module" else target
@@ -600,28 +417,30 @@ class GraphLowering:
             out = meta_target(*meta_args, **meta_kwargs)
         except Exception as error:  # a bad graph, or no meta function: eager will tell
             raise EagerOnly(f"{node.name}: on meta tensors torch raises {error!r}") from error
-        if isinstance(out, torch.Tensor):
-            stride = tuple(out.stride())
-            if images:  # oneDNN returns channels-last as cuDNN does; the CPU meta function not
-                stride = layouts.channels_last_strides(out.shape)
-            elif target in STRIDES_FROM_A_CALL:
-                stride = strides_from_a_call(target, self.device, meta_args, meta_kwargs)
-            layout = Layout(as_sizes(out.shape), as_sizes(stride), out.dtype)
-            arguments = pytree.tree_leaves((meta_args, meta_kwargs))
-            shared = {storage_id(a) for a in arguments if isinstance(a, torch.Tensor)}
-            may_alias = storage_id(out) in shared
-            into_out = target in WRITES_INTO_OUT and not may_alias and layout.is_contiguous()
+        if not isinstance(out, torch.Tensor):
             buffer = ExternKernel(
-                self.new_name(), layout, WRITES_INTO_OUT[target] if into_out else target,
-                tuple(args), dict(kwargs), may_alias=may_alias, out=into_out,
-            )  # fmt: skip
+                self.new_name(), None, target, tuple(args), dict(kwargs), is_tensor=False
+            )
             self.buffers.append(buffer)
-            return BufferView(buffer, layout)
+            return ExternValue(buffer, out)
+        if images:  # oneDNN returns channels-last as cuDNN does; the CPU meta function not
+            stride = channels_last.channels_last_strides(out.shape)
+        else:
+            stride = device_strides(target, out, self.device, meta_args, meta_kwargs)
+        layout = Layout(as_sizes(out.shape), as_sizes(stride), out.dtype)
+        arguments = pytree.tree_leaves((meta_args, meta_kwargs))
+        may_alias = storage_id(out) in {storage_id(a) for a in tensors_in(arguments)}
+        target, into_out = into_planned_memory(target, layout, may_alias)
         buffer = ExternKernel(
-            self.new_name(), None, target, tuple(args), dict(kwargs), is_tensor=False
-        )
+            self.new_name(), layout, target, tuple(args), dict(kwargs),
+            may_alias=may_alias, out=into_out,
+        )  # fmt: skip
         self.buffers.append(buffer)
-        return ExternValue(buffer, out)
+        return BufferView(buffer, layout)
+
+    def realized(self, value):
+        """An extern's argument in memory: torch reads tensors, not IR."""
+        return self.realize(value) if isinstance(value, Pointwise) else value
 
     def __str__(self) -> str:
         lines = [str(b) for b in self.inputs if b is not None]

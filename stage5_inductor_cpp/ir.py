@@ -183,30 +183,12 @@ class ReadsCollector:
         return lambda *args, **kwargs: name
 
 
-class SymbolsCollector:
-    """A handler that records the size symbols (sizes.py) of every index a function loads
-    at or computes with: a kernel takes them as arguments."""
-
-    def __init__(self):
-        self.names: set[str] = set()
-
-    def load(self, name, index):
-        self.names |= index.symbols()
-        return name
-
-    def index_expr(self, index, dtype):
-        self.names |= index.symbols()
-        return "index"
-
-    def indirect_indexing(self, value, size):
-        self.names |= free_symbols(size)
-        return "indirect"
-
-    def masked(self, mask, body, other):
-        return body()
-
-    def __getattr__(self, name):
-        return lambda *args, **kwargs: name
+def loads_of(data: "Pointwise") -> list[tuple[str, Index]]:
+    """What computing `data` loads: (buffer, index) over the variables x0, x1, ..."""
+    collector = ReadsCollector()
+    with set_handler(collector):
+        data.inner_fn(index_vars("x", len(data.ranges)))
+    return collector.loads
 
 
 class OpCounter:

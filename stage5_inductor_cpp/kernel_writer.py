@@ -19,9 +19,9 @@ import typing
 
 import torch
 
-from .ir import SymbolsCollector, result_dtype
+from .ir import result_dtype
 from .scheduler import FusedKernel, SchedulerNode
-from .symbolic.sizes import free_symbols
+from .symbolic.sizes import SymbolsCollector, free_symbols
 
 
 class OpOverrides:

@@ -10,12 +10,15 @@ and the node becomes an `ExternKernel` that calls torch: every graph still runs.
 Pointwise values are not materialised: a consumer's `inner_fn` calls its
 producer's `inner_fn`, so a chain of pointwise ops is one expression, later one
 kernel (inductor inlines the same way). Reductions always write a buffer.
+
+This file is the core table: the elementwise ops of `UNARY` and `BINARY`, `where`, and
+the reductions, with the building blocks every lowering uses (`make_pointwise`,
+`make_reduction`, `reindex`). The breadth of ops (views, casts and copies, composite ops,
+pooling, gathers, factories) is registered into the same table by lowerings/.
 """
 
-import dataclasses
 import functools
 import inspect
-import math
 import operator
 from collections.abc import Hashable
 
@@ -25,13 +28,12 @@ from torch.fx.operator_schemas import _torchscript_schema_to_signature, get_sign
 from .ir import (
     BufferView,
     Index,
-    InputBuffer,
     Layout,
     Pointwise,
     Reduction,
-    contiguous_strides,
     ops,
 )
+from .performance.split_reductions import split_reduction
 from .symbolic.sizes import is_symbolic
 
 
@@ -231,78 +233,6 @@ def make_reduction(graph, x, dims, keepdim, reduction_type, dtype, compute=None)
     return reindex(result, out_ranges, lambda idx: [idx[d] for d in kept])
 
 
-# A reduction that covers much and makes few values (a batch norm's sums per channel over
-# a batch of images; a sum of a whole tensor) is cut in two on the GPU, as inductor's split
-# reductions are (`Reduction.create`, `num_splits` in torch/_inductor/ir.py): a first kernel
-# reduces chunks of each row into partial results, a second reduces the partials.
-# In one pass, each of the few results gets one program and most of the GPU waits
-# (ResNet-50's stem in training: 64 programs, each over 400K rows of the image). The C++
-# kernels share such a loop among their threads instead (codegen_cpp.py, `split_reduction`).
-# A channels-last image's per-channel sums also want many partials: a program then sums
-# neighbouring channels, side by side in memory, over a short run of pixels (autotune.py's
-# configurations across rows), where one channel over many pixels loads 4 bytes per row.
-SPLIT_REDUCTIONS_ON = {"cuda"}  # the devices whose graphs split them (tests add "cpu")
-SPLIT_INTO = 32768  # at most this many partial results in all
-SPLIT_MIN_CHUNK = 1024  # each of which still reduces at least this many elements
-SPLITTABLE = {"sum", "prod", "max", "min", "any", "all"}  # the partials combine the same way
-
-
-def split_counts(ranges, most: int) -> list[int]:
-    """How many even chunks to cut each of the leading reduced dims into, `most` in all: the
-    first into a divisor of its size, and only when it is cut into single elements (each
-    image of the batch its own chunk) the next, and so on (`Index` is affine: a chunk of
-    the flattened dims would need a division)."""
-    counts = []
-    for size in ranges:
-        count = next((c for c in range(min(most, size), 1, -1) if size % c == 0), 1)
-        if count < 2:
-            break
-        counts.append(count)
-        most //= count
-        if count < size:
-            break
-    return counts
-
-
-def split_reduction(graph, reduction: Reduction) -> Reduction:
-    """`reduction`, or its second stage: the partial results over chunks of its leading
-    reduced dims go to a buffer first, and it reduces those."""
-    xnumel, rnumel = math.prod(reduction.ranges), math.prod(reduction.reduction_ranges)
-    if (
-        graph.device.type not in SPLIT_REDUCTIONS_ON
-        or reduction.reduction_type not in SPLITTABLE
-        or any(map(is_symbolic, (*reduction.ranges, *reduction.reduction_ranges)))
-        or not 0 < xnumel < SPLIT_INTO  # no results (an empty dim): nothing to share out
-        or rnumel < 2 * SPLIT_MIN_CHUNK
-    ):
-        return reduction
-    counts = split_counts(
-        reduction.reduction_ranges, min(SPLIT_INTO // xnumel, rnumel // SPLIT_MIN_CHUNK)
-    )
-    if not counts:
-        return reduction
-    k, ranges = len(counts), reduction.reduction_ranges
-    chunks = [size // count for size, count in zip(ranges, counts, strict=False)]
-    inner_fn, compute = reduction.inner_fn, reduction.src_dtype
-
-    def partial_fn(idx, ridx):  # idx: (chunk numbers..., *outputs); ridx: within the chunks
-        starts = [i * chunk + r for i, chunk, r in zip(idx[:k], chunks, ridx[:k], strict=True)]
-        return inner_fn(idx[k:], [*starts, *ridx[k:]])
-
-    partial = graph.add_buffer(
-        Reduction(
-            compute, (*counts, *reduction.ranges), (*chunks, *ranges[k:]),
-            reduction.reduction_type, partial_fn, compute,
-        )
-    )  # fmt: skip
-    load = loader_for(partial, partial.ranges, compute)
-    return dataclasses.replace(
-        reduction,
-        reduction_ranges=tuple(counts),
-        inner_fn=lambda idx, ridx: load([*ridx, *idx]),
-    )
-
-
 def reduced_dims(x, dims) -> list[int]:
     """`dims` made non-negative and sorted; none means all (a 0-d tensor has none to reduce)."""
     rank = len(x.ranges)
@@ -318,54 +248,6 @@ def _dim(dim, rank):
             f"[{-max(rank, 1)}, {max(rank, 1) - 1}], but got {dim})"
         )
     return dim % max(rank, 1)
-
-
-def reshape_to(graph, x, ranges, *, view: bool = False):
-    """`x` with new sizes: an index map when only size-1 dims change, a view of the same
-    memory where torch's would be one, else contiguous storage.
-    `view`: the op is `view`, whose result must share `x`'s memory (a reshape may copy)."""
-    if [s for s in x.ranges if s != 1] == [s for s in ranges if s != 1]:
-        return reindex(x, ranges, size1_reindex(x.ranges, ranges))
-    if isinstance(x, BufferView) and (stride := viewed_strides(x.layout, ranges)):
-        return BufferView(x.buffer, Layout(ranges, stride, x.dtype, x.layout.offset))
-    if not (isinstance(x, BufferView) and x.layout.is_contiguous()):
-        # A view of an input must share its memory, and torch decides whether it can. A
-        # computed buffer's layout is ours (a channels-last image): eager's view, valid on
-        # the meta run, has the values of a copy.
-        of_an_input = isinstance(x, BufferView) and isinstance(x.buffer, InputBuffer)
-        if of_an_input and view:
-            raise Fallback("view of a non-contiguous input: torch decides whether it is valid")
-        # Copy into a contiguous buffer (what torch.reshape does for such a tensor too).
-        x = graph.add_buffer(as_pointwise(x))
-    return BufferView(
-        x.buffer, Layout(ranges, contiguous_strides(ranges), x.dtype, x.layout.offset)
-    )
-
-
-def viewed_strides(layout: Layout, ranges) -> tuple[int, ...] | None:
-    """The strides of a view of `layout`'s memory with sizes `ranges`, as torch gives them
-    (ATen's `computeStride`, asked of a meta tensor), or None where torch would copy: a
-    head split of a column slice (nanoGPT's `q.view(B, T, heads, -1)` of `qkv.split`) is a
-    view, as in eager, and the attention reads it in place."""
-    sizes = (*layout.size, *layout.stride, *ranges)
-    if layout.is_contiguous() or any(map(is_symbolic, sizes)):
-        return None  # the contiguous case needs no meta call; symbols: copy, as before
-    try:
-        base = torch.empty_strided(layout.size, layout.stride, device="meta")
-        return tuple(base.view(ranges).stride())
-    except RuntimeError:
-        return None
-
-
-def size1_reindex(source_ranges, ranges):
-    """The index map of a reshape that only adds or removes size-1 dimensions."""
-    kept_out = [d for d, s in enumerate(ranges) if s != 1]
-
-    def fn(idx):
-        picks = iter(kept_out)
-        return [Index() if s == 1 else idx[next(picks)] for s in source_ranges]
-
-    return fn
 
 
 # ----------------------------------------------------------------------------- pointwise ops
@@ -460,69 +342,6 @@ for _target, _name in OPERATORS.items():
         LOWERINGS[_target] = LOWERINGS[_name]
 
 
-@register("round")
-def round_(graph, out, x, *, decimals=0):
-    """`round(x)`, or to `decimals` digits as torch's kernel rounds (`round_decimals_kernel`,
-    aten/src/ATen/native/cpu/UnaryOpsKernel.cpp): `nearbyint(x * 10**d) / 10**d`, and
-    `nearbyint(x / 10**-d) * 10**-d` for negative `d`, with `10**d` a double cast to the
-    dtype computed in (inf past a double's range)."""
-    if decimals == 0:
-        return _unary("round", "round")(graph, out, x)
-    compute = upcast(out.dtype)
-    scale = float(10 ** abs(decimals)) if abs(decimals) <= 308 else math.inf
-
-    def fn(v):
-        factor = ops.constant(scale, compute)
-        if decimals < 0:
-            return ops.mul(ops.round(ops.truediv(v, factor)), factor)
-        return ops.truediv(ops.round(ops.mul(v, factor)), factor)
-
-    return make_pointwise(fn, x, dtype=out.dtype)
-
-
-def _bitwise(logical):
-    def lower(graph, out, *args):
-        if out.dtype != torch.bool:
-            raise Fallback("bitwise ops on integers")
-        return make_pointwise(getattr(ops, logical), *args, dtype=torch.bool)
-
-    return lower
-
-
-for _targets, _logical in [
-    (("bitwise_and", operator.and_), "logical_and"),
-    (("bitwise_or", operator.or_), "logical_or"),
-    (("bitwise_xor", operator.xor), "logical_xor"),
-    (("bitwise_not", operator.invert), "logical_not"),
-]:
-    register(*_targets)(_bitwise(_logical))
-
-
-@register("rsub")
-def rsub(graph, out, a, b, *, alpha=1):
-    return LOWERINGS["sub"](graph, out, b, a, alpha=None if alpha == 1 else alpha)
-
-
-@register("pow", operator.pow)
-def pow_(graph, out, a, b):
-    if not out.dtype.is_floating_point:
-        raise Fallback("integer pow")
-    if is_tensor(b):
-        return make_pointwise(ops.pow, a, b, dtype=out.dtype)
-    # torch special-cases these exponents (aten/src/ATen/native/cpu/PowKernel.cpp): match it.
-    special = {
-        2: lambda x: ops.mul(x, x),
-        3: lambda x: ops.mul(ops.mul(x, x), x),
-        0.5: ops.sqrt,
-        -0.5: ops.rsqrt,
-        -1: ops.reciprocal,
-        -2: lambda x: ops.reciprocal(ops.mul(x, x)),
-    }
-    if is_tensor(a) and b in special:
-        return make_pointwise(special[b], a, dtype=out.dtype)
-    return make_pointwise(ops.pow, a, b, dtype=out.dtype)
-
-
 @register("where")
 def where(graph, out, cond, a, b):
     def fn(c, x, y):
@@ -535,61 +354,6 @@ def where(graph, out, cond, a, b):
     ]
     cost = 1 + sum(v.cost for v in (cond, a, b) if is_tensor(v))
     return Pointwise(out.dtype, ranges, lambda idx: fn(*[ld(idx) for ld in loaders]), cost)
-
-
-def copy_of(x):
-    """A new tensor with `x`'s values (its layout is the output's or the kernels' choice)."""
-    return make_pointwise(lambda v: v, x, dtype=x.dtype)
-
-
-def is_contiguous_as(x, memory_format) -> bool:
-    """Whether `x` is in memory as `memory_format` asks: then `contiguous` returns it."""
-    if not isinstance(x, BufferView) or memory_format in (None, torch.preserve_format):
-        return True  # a value not in memory yet lands wherever its readers want it
-    if memory_format == torch.contiguous_format:
-        return x.layout.is_contiguous()
-    layout = x.layout  # a stride-only meta tensor answers for channels_last(_3d)
-    probe = torch.empty_strided(layout.size, layout.stride, dtype=layout.dtype, device="meta")
-    return probe.is_contiguous(memory_format=memory_format)
-
-
-# torch.Tensor.to's `copy` and `memory_format`, by position: `x.to(dtype, non_blocking,
-# copy, memory_format)`, `x.to(device, dtype, ...)`, `x.to(other, non_blocking, ...)`.
-def _to_flags(args, copy, memory_format):
-    at = 3 if args and isinstance(args[0], (str, torch.device)) else 2
-    copy = bool(args[at]) if len(args) > at else copy
-    memory_format = args[at + 1] if len(args) > at + 1 else memory_format
-    return copy, memory_format
-
-
-@register(
-    "type", "type_as", "float", "double", "half", "bfloat16", "long", "int", "short", "char",
-    "byte", "bool",
-)  # fmt: skip
-def to_dtype(graph, out, x, *args, copy=False, memory_format=None, **kwargs):
-    """A cast; torch returns `x` itself when nothing changes and no copy is asked for."""
-    if out.dtype != x.dtype:
-        return make_pointwise(lambda v: v, x, dtype=out.dtype, compute=x.dtype)
-    if copy or not is_contiguous_as(x, memory_format):
-        return copy_of(x)
-    return x
-
-
-@register("to")
-def to(graph, out, x, *args, copy=False, memory_format=None, **kwargs):
-    """`x.to(...)`: a cast whose `copy` and `memory_format` may also come by position."""
-    copy, memory_format = _to_flags(args, copy, memory_format)
-    return to_dtype(graph, out, x, copy=copy, memory_format=memory_format)
-
-
-@register("clone", same_dtype=True)
-def clone(graph, out, x, *, memory_format=None):
-    return copy_of(x)
-
-
-@register("contiguous", same_dtype=True)
-def contiguous(graph, out, x, memory_format=torch.contiguous_format):
-    return x if is_contiguous_as(x, memory_format) else copy_of(x)
 
 
 # ----------------------------------------------------------------------------- reductions
@@ -624,52 +388,3 @@ register("amax")(_reduction("max"))
 register("amin")(_reduction("min"))
 register("any")(_reduction("any"))
 register("all")(_reduction("all"))
-
-
-def _max_min(kind):
-    """`max(x)`; `max(x, other)`, elementwise; `max(x, dim)`, the values and their indices,
-    two reductions over the same rows (when only `.values` is read, the scheduler drops
-    the indices)."""
-
-    def lower(graph, out, x, dim=None, keepdim=False, *, other=None):
-        other = dim if is_tensor(dim) else other
-        if other is not None:
-            return make_pointwise(getattr(ops, f"{kind}imum"), x, other, dtype=out.dtype)
-        _check_not_empty(x, _dims(dim), kind)
-        if dim is None:
-            return make_reduction(graph, x, [], False, kind, out.dtype)
-        values = make_reduction(graph, x, [dim], keepdim, kind, out.dtype)
-        indices = make_reduction(graph, x, [dim], keepdim, f"arg{kind}", torch.int64)
-        return getattr(torch.return_types, kind)((values, indices))  # eager's named tuple
-
-    return lower
-
-
-def _arg_reduction(kind):
-    def lower(graph, out, x, dim=None, keepdim=False):
-        _check_not_empty(x, _dims(dim), kind)
-        if dim is None:
-            flat = reshape_to(graph, x, (_numel(x.ranges),))
-            result = make_reduction(graph, flat, [0], False, kind, torch.int64)
-            return reindex(result, (1,) * len(x.ranges), lambda idx: []) if keepdim else result
-        return make_reduction(graph, x, [_dim(dim, len(x.ranges))], keepdim, kind, torch.int64)
-
-    return lower
-
-
-register("max")(_max_min("max"))
-register("min")(_max_min("min"))
-register("argmax")(_arg_reduction("argmax"))
-register("argmin")(_arg_reduction("argmin"))
-
-
-def as_float(count):
-    """A count (`numel`) as a float operand: a symbolic one stays a size (sizes.py)."""
-    return count if is_symbolic(count) else float(count)
-
-
-def _numel(ranges):
-    n = 1
-    for s in ranges:
-        n *= s
-    return n

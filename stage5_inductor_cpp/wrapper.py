@@ -22,13 +22,8 @@ from .graph_lowering import ExternValue
 from .ir import BufferView, ExternKernel, Layout
 from .like_eager.functionalize import WriteBack
 from .scheduler import ExternCall, FusedKernel
-from .symbolic.sizes import is_symbolic, text
-
-
-def sizes_text(values) -> str:
-    """A tuple of sizes as Python source: `(s17, 8)`."""
-    inner = ", ".join(text(v) for v in values)
-    return f"({inner}{',' if len(values) == 1 else ''})"
+from .symbolic.code import fits_source, symbol_sources
+from .symbolic.sizes import is_symbolic, sizes_text, text
 
 
 def reinterpret(tensor, size, stride, offset):
@@ -77,7 +72,7 @@ class WrapperCode:
         self.namespace.update(reinterpret=reinterpret, with_layout=with_layout)
         self.namespace.update(increment_version=torch.autograd.graph.increment_version)
         self.namespace.update(graph.constants)
-        self.symbols = graph.symbols()  # symbol -> where the wrapper reads it (sizes.py)
+        self.symbols = symbol_sources(graph)  # symbol -> where the wrapper reads it
         self.lines: list[str] = []
         self.made_as = self.views_to_allocate()  # buffer name -> the layout it is made with
 
@@ -262,21 +257,8 @@ class WrapperCode:
         return f"{step.name}({', '.join(args)})"
 
     def fits(self) -> str:
-        """`fits(args)`: whether a call's tensors have the layouts the code was compiled for,
-        with its symbols' values (sizes.py); only symbolic code needs to ask."""
-        lines = ["def fits(args):", *self.arguments()]
-        checks = []
-        for b in filter(None, self.graph.inputs):
-            layout = b.layout
-            strides = [st for sz, st in zip(layout.size, layout.stride, strict=True) if sz != 1]
-            kept = [d for d, sz in enumerate(layout.size) if sz != 1]
-            checks.append(
-                f"{b.name}.dtype == {layout.dtype} and tuple({b.name}.shape) == "
-                f"{sizes_text(layout.size)} and tuple({b.name}.stride()[d] for d in {kept}) == "
-                f"{sizes_text(strides)}"
-            )
-        lines.append(f"    return {' and '.join(checks) or 'True'}")
-        return "\n".join(lines) + "\n"
+        """`fits(args)`: whether a call fits symbolic code (symbolic/code.py)."""
+        return fits_source(self.graph, self.arguments())
 
     def extern_call(self, step: ExternCall, reuse: dict[str, str]):
         buffer = step.buffer

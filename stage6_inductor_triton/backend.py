@@ -23,12 +23,14 @@ import torch.fx
 
 from stage1_eval_frame.logs import get_logger
 from stage5_inductor_cpp.backend import CompiledCode, CompiledGraph, compile_graph, devices_of
+from stage5_inductor_cpp.rules import CPU_RULES, Rules
 from stage5_inductor_cpp.scheduler import FusedKernel
-from stage5_inductor_cpp.symbolic.sizes import text
-from stage5_inductor_cpp.wrapper import WrapperCode, sizes_text
+from stage5_inductor_cpp.symbolic.sizes import sizes_text, text
+from stage5_inductor_cpp.wrapper import WrapperCode
 
 from .checks.typecheck import with_dtype_asserts
 from .codegen_triton import TritonUnsupported, generate_source, module_source, variants
+from .like_eager.cpu_scalars import as_caller_sees, cpu_scalars, on_device
 from .performance.autotune import KernelLauncher, configs_for, grid
 from .performance.cudagraphs import CudaGraph, CudaGraphRunner, Rerun
 from .prelude import prelude_for
@@ -140,6 +142,20 @@ def device_of(args) -> torch.device | None:
     return next(iter(devices)) if len(devices) == 1 else None
 
 
+# The GPU's rules of the lowering (stage 5's rules.py): on for the graphs of CUDA tensors.
+# Those of CPU tensors, which run under Triton's interpreter, follow the CPU's.
+GPU_RULES = Rules(
+    split_reductions=True,
+    stack_sibling_products=True,
+    recompute_images=True,
+    few_convolutions_keep_eager_layout=True,
+)
+
+
+def rules_for(device: torch.device) -> Rules:
+    return GPU_RULES if device.type == "cuda" else CPU_RULES
+
+
 MODES = ("default", "reduce-overhead")  # torch.compile's `mode=`, for the ones we have
 
 
@@ -163,7 +179,14 @@ class TritonCompiledGraph(CompiledGraph):
         check_mode(mode)
         self.mode = mode
         self.cudagraph_reasons: list[str] = []  # why calls did not replay their recording
-        super().__init__(gm, example_inputs)
+        example_inputs = list(example_inputs)
+        device, self.scalar_positions = cpu_scalars(example_inputs)  # like_eager/cpu_scalars.py
+        super().__init__(gm, on_device(example_inputs, self.scalar_positions, device))
+
+    def __call__(self, *args):
+        if self.scalar_positions and (found := cpu_scalars(args))[1]:  # copies on the GPU
+            return as_caller_sees(super().__call__, args, found[1], found[0])
+        return super().__call__(*args)
 
     def no_replay(self, reason: str):
         """Say why a call did not replay its recording (it recorded again, or ran as it
@@ -203,6 +226,7 @@ class TritonCompiledGraph(CompiledGraph):
             prefix="triton",
             prelude=prelude_for(device.type),
             wrapper=functools.partial(TritonWrapperCode, device=device),
+            rules=rules_for(device),
         )
         if self.mode == "reduce-overhead" and not code.torch_reason:
             if code.fits is not None:  # inductor records one graph per size; not done here

@@ -92,7 +92,7 @@ DEVICE_MOVES = {"cpu", "cuda"}
 # the CPU's flash attention returns (B, T, H, D) memory for heads that are views of one
 # product (nanoGPT's), its meta function (B, H, T, D). Eager's strides are the kernels', so
 # one call on zeros at compile time answers, here for eager's layouts (what the caller
-# gets), in graph.py for ours (what our extern call returns).
+# gets), in graph_lowering.py for ours (what our extern call returns).
 STRIDES_FROM_A_CALL = (torch.nn.functional.scaled_dot_product_attention,)
 
 
@@ -140,6 +140,14 @@ def strides_from_a_call(target, device: torch.device, args, kwargs) -> tuple[int
 
     args, kwargs = pytree.tree_map(zeros, (args, kwargs))
     return tuple(target(*args, **kwargs).stride())
+
+
+def device_strides(target, out: torch.Tensor, device, args, kwargs) -> tuple[int, ...]:
+    """The strides of `target`'s result on `device`: the meta run's `out`, or, for the calls
+    whose meta function disagrees with the device (`STRIDES_FROM_A_CALL`), one call's."""
+    if target in STRIDES_FROM_A_CALL:
+        return strides_from_a_call(target, device, args, kwargs)
+    return tuple(out.stride())
 
 
 @dataclasses.dataclass

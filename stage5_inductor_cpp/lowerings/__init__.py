@@ -1,11 +1,21 @@
 """The breadth of ops: lowerings beyond the core table of lowering.py.
 
 Each module registers its lowerings in `LOWERINGS` when it is imported (graph_lowering.py
-imports them all): views as index maps (views.py), composite ops from simple ones
-(decompositions.py), windows of images (pooling.py), reads at positions a tensor holds
-(gather.py), tensors made from sizes alone (factories.py).
+imports them all):
+
+    views.py           views as index maps: permute, reshape, slicing, cat, ...
+    pointwise.py       rounding to decimals, bitwise ops on bools, rsub, powers
+    copies.py          casts and copies: `to`, `float`, `clone`, `contiguous`
+    reductions.py      max and min with their indices, argmax, argmin
+    decompositions.py  composite ops from simple ones: softmax, the norms, gelu, ...
+    pooling.py         windows over images: max and average pooling
+    gather.py          reads at positions a tensor holds: embedding, gather, x[idx]
+    factories.py       tensors made from sizes alone: zeros, full, arange
 """
 
-from . import decompositions, factories, gather, pooling, views
+from . import copies, decompositions, factories, gather, pointwise, pooling, reductions, views
 
-__all__ = ["decompositions", "factories", "gather", "pooling", "views"]
+__all__ = [
+    "copies", "decompositions", "factories", "gather", "pointwise", "pooling", "reductions",
+    "views",
+]  # fmt: skip

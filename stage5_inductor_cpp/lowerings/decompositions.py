@@ -15,8 +15,6 @@ from ..lowering import (
     Fallback,
     _dim,
     _dims,
-    _numel,
-    as_float,
     is_tensor,
     loader_for,
     make_pointwise,
@@ -24,10 +22,10 @@ from ..lowering import (
     reduced_dims,
     register,
     reindex,
-    reshape_to,
     upcast,
 )
-from ..symbolic.sizes import maximum
+from ..symbolic.sizes import is_symbolic, maximum
+from .views import _numel, reshape_to
 
 
 @register("sigmoid")
@@ -506,3 +504,8 @@ def softplus(graph, out, x, beta=1.0, threshold=20.0):
         return ops.where(ops.gt(scaled, ops.constant(threshold, acc)), v, soft)
 
     return make_pointwise(fn, x, dtype=out.dtype)
+
+
+def as_float(count):
+    """A count (`numel`) as a float operand: a symbolic one stays a size (sizes.py)."""
+    return count if is_symbolic(count) else float(count)

@@ -9,20 +9,74 @@ import operator
 
 import torch
 
-from ..ir import BufferView, Index, Pointwise, ops
+from ..ir import BufferView, Index, InputBuffer, Layout, Pointwise, contiguous_strides, ops
 from ..lowering import (
     Fallback,
     _dim,
-    _numel,
+    as_pointwise,
     broadcast_shapes,
     is_tensor,
     loader_for,
     register,
     reindex,
-    reshape_to,
 )
 from ..symbolic.sizes import decide, floordiv, is_symbolic, maximum, slice_indices
 from .gather import index_with_tensors
+
+
+def reshape_to(graph, x, ranges, *, view: bool = False):
+    """`x` with new sizes: an index map when only size-1 dims change, a view of the same
+    memory where torch's would be one, else contiguous storage.
+    `view`: the op is `view`, whose result must share `x`'s memory (a reshape may copy)."""
+    if [s for s in x.ranges if s != 1] == [s for s in ranges if s != 1]:
+        return reindex(x, ranges, size1_reindex(x.ranges, ranges))
+    if isinstance(x, BufferView) and (stride := viewed_strides(x.layout, ranges)):
+        return BufferView(x.buffer, Layout(ranges, stride, x.dtype, x.layout.offset))
+    if not (isinstance(x, BufferView) and x.layout.is_contiguous()):
+        # A view of an input must share its memory, and torch decides whether it can. A
+        # computed buffer's layout is ours (a channels-last image): eager's view, valid on
+        # the meta run, has the values of a copy.
+        of_an_input = isinstance(x, BufferView) and isinstance(x.buffer, InputBuffer)
+        if of_an_input and view:
+            raise Fallback("view of a non-contiguous input: torch decides whether it is valid")
+        # Copy into a contiguous buffer (what torch.reshape does for such a tensor too).
+        x = graph.add_buffer(as_pointwise(x))
+    return BufferView(
+        x.buffer, Layout(ranges, contiguous_strides(ranges), x.dtype, x.layout.offset)
+    )
+
+
+def viewed_strides(layout: Layout, ranges) -> tuple[int, ...] | None:
+    """The strides of a view of `layout`'s memory with sizes `ranges`, as torch gives them
+    (ATen's `computeStride`, asked of a meta tensor), or None where torch would copy: a
+    head split of a column slice (nanoGPT's `q.view(B, T, heads, -1)` of `qkv.split`) is a
+    view, as in eager, and the attention reads it in place."""
+    sizes = (*layout.size, *layout.stride, *ranges)
+    if layout.is_contiguous() or any(map(is_symbolic, sizes)):
+        return None  # the contiguous case needs no meta call; symbols: copy, as before
+    try:
+        base = torch.empty_strided(layout.size, layout.stride, device="meta")
+        return tuple(base.view(ranges).stride())
+    except RuntimeError:
+        return None
+
+
+def size1_reindex(source_ranges, ranges):
+    """The index map of a reshape that only adds or removes size-1 dimensions."""
+    kept_out = [d for d, s in enumerate(ranges) if s != 1]
+
+    def fn(idx):
+        picks = iter(kept_out)
+        return [Index() if s == 1 else idx[next(picks)] for s in source_ranges]
+
+    return fn
+
+
+def _numel(ranges):
+    n = 1
+    for s in ranges:
+        n *= s
+    return n
 
 
 @register("permute", same_dtype=True)

@@ -25,6 +25,7 @@ import sys
 import threading
 
 import torch
+from torch._subclasses.fake_tensor import FakeTensor
 
 # sympy is imported by torch's symbolic shapes, only when a trace has symbols: a static
 # graph never pays for its import (half a second), so nothing here imports it first.
@@ -49,6 +50,23 @@ def symbols_of(shape_env):
         yield
     finally:
         _current.shape_env = previous
+
+
+@contextlib.contextmanager
+def fake_mode_of(example_inputs):
+    """Lower a graph whose inputs are FakeTensors (their sizes are symbols): torch's answers
+    about them (meta functions, stand-ins) come from their FakeTensorMode, as in inductor;
+    with the Python dispatcher on, as the frontend traced them (stage 2's shapes.py): a C++
+    kernel that reads plain sizes (`x @ w` in torch 2.11) would pin each symbol to its value.
+    Static inputs need neither."""
+    fakes = [a for a in example_inputs if isinstance(a, FakeTensor)]
+    if not fakes:
+        yield
+        return
+    from torch._dispatch.python import enable_python_dispatcher
+
+    with fakes[0].fake_mode, enable_python_dispatcher():
+        yield
 
 
 def as_size(value):
@@ -193,3 +211,35 @@ def operand(value) -> str:
     """A size as an operand of `*`, `//` or `%`: `64`, `-1`, `s77`, `(2*s77)`, `(s77 + 1)`."""
     written = text(value)
     return written if not is_symbolic(value) or written.isidentifier() else f"({written})"
+
+
+def sizes_text(values) -> str:
+    """A tuple of sizes as Python source: `(s17, 8)`."""
+    inner = ", ".join(text(v) for v in values)
+    return f"({inner}{',' if len(values) == 1 else ''})"
+
+
+class SymbolsCollector:
+    """A handler (ir.py's `ops`) that records the size symbols of every index a function loads
+    at or computes with: a kernel takes them as arguments."""
+
+    def __init__(self):
+        self.names: set[str] = set()
+
+    def load(self, name, index):
+        self.names |= index.symbols()
+        return name
+
+    def index_expr(self, index, dtype):
+        self.names |= index.symbols()
+        return "index"
+
+    def indirect_indexing(self, value, size):
+        self.names |= free_symbols(size)
+        return "indirect"
+
+    def masked(self, mask, body, other):
+        return body()
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: name

@@ -16,8 +16,8 @@ import stage4_fx
 from stage5_inductor_cpp import compile_fx as bias_addmm_compile
 from stage5_inductor_cpp.graph_lowering import GraphLowering
 from stage5_inductor_cpp.ir import ComputedBuffer, ExternKernel
-from stage5_inductor_cpp.performance import bias_addmm
 from stage5_inductor_cpp.performance.bias_addmm import broadcasts_to
+from stage5_inductor_cpp.rules import CPU_RULES
 from tests.oracle import assert_same_as_eager
 from tests.stage5.helpers import (
     as_python_function,
@@ -130,7 +130,7 @@ def test_products_write_into_dead_buffers():
 @pytest.fixture
 def siblings_on_the_cpu(monkeypatch):
     """The rule runs on the GPU only; here it runs on the CPU's graphs too."""
-    monkeypatch.setattr(bias_addmm, "SIBLINGS_ON", {"cpu", "cuda"})
+    monkeypatch.setattr(CPU_RULES, "stack_sibling_products", True)
 
 
 def qkv(x, wq, bq, wk, bk, wv, bv):
@@ -298,7 +298,7 @@ def test_random_sibling_products_equal_eager(lead, k, widths, with_bias, then, s
         return results
 
     fn = as_python_function(linears, 1 + len(params))
-    with mock.patch.object(bias_addmm, "SIBLINGS_ON", {"cpu"}):
+    with mock.patch.object(CPU_RULES, "stack_sibling_products", True):
         graph = GraphLowering(torch.fx.symbolic_trace(fn), [x, *params]).run()
         expected = stacked if with_bias else torch.mm
         assert externs(graph).count(expected) == 1, externs(graph)

@@ -8,9 +8,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from stage5_inductor_cpp import compile_fx, lowering
+from stage5_inductor_cpp import compile_fx
 from stage5_inductor_cpp.graph_lowering import GraphLowering
+from stage5_inductor_cpp.performance import split_reductions
 from stage5_inductor_cpp.performance.stash import stashes
+from stage5_inductor_cpp.rules import CPU_RULES
 from stage5_inductor_cpp.scheduler import FusedKernel, Scheduler
 from tests.stage5.helpers import check_both, check_traced, kernel_logs
 
@@ -418,9 +420,9 @@ def test_a_reduction_along_memory_stays_an_inner_loop():
 
 
 def test_a_split_reduction_gives_the_same_answer_in_cpp(monkeypatch):
-    """Reductions are split for the GPU (lowering.split_reduction); the IR it makes is the
+    """Reductions are split for the GPU (performance/split_reductions.py); the IR it makes is the
     shared one, so the C++ kernels compute it too, and equal eager."""
-    monkeypatch.setattr(lowering, "SPLIT_REDUCTIONS_ON", {"cpu"})
+    monkeypatch.setattr(CPU_RULES, "split_reductions", True)
     images = torch.randn(32, 4, 8, 8).to(memory_format=torch.channels_last)
     rows = torch.randn(16, 1024)
     rows[3, 5] = float("nan")
@@ -442,14 +444,14 @@ def test_a_split_reduction_gives_the_same_answer_in_cpp(monkeypatch):
     ],
 )
 def test_a_reduction_splits_its_leading_dims_into_even_chunks(ranges, most, counts):
-    assert lowering.split_counts(ranges, most) == counts
+    assert split_reductions.split_counts(ranges, most) == counts
 
 
 def test_a_reduction_split_over_two_dims_gives_the_same_answer(monkeypatch):
     """Split over the batch and then the rows of each image: the partials' buffer has a dim
     per split dim, and the second stage reduces both."""
-    monkeypatch.setattr(lowering, "SPLIT_REDUCTIONS_ON", {"cpu"})
-    monkeypatch.setattr(lowering, "SPLIT_MIN_CHUNK", 16)
+    monkeypatch.setattr(CPU_RULES, "split_reductions", True)
+    monkeypatch.setattr(split_reductions, "SPLIT_MIN_CHUNK", 16)
     images = torch.randn(32, 4, 8, 8).to(memory_format=torch.channels_last)
     compiled = check_traced(lambda t: (t.sum((0, 2, 3)), t.var((0, 2, 3))), images)
     assert "empty_strided((32, 4, 4)" in compiled.last.wrapper_source  # images x row chunks
@@ -458,7 +460,7 @@ def test_a_reduction_split_over_two_dims_gives_the_same_answer(monkeypatch):
 def test_a_long_reduction_into_no_results_is_not_split(monkeypatch):
     """Rows of 4096 elements, none of them: the split divided its partials among zero
     results (ZeroDivisionError, found by `test_programs_with_reductions_split_in_two`)."""
-    monkeypatch.setattr(lowering, "SPLIT_REDUCTIONS_ON", {"cpu"})
+    monkeypatch.setattr(CPU_RULES, "split_reductions", True)
     check_traced(lambda t: t.sum(-1), torch.randn(0, 4096))
 
 
@@ -466,7 +468,7 @@ def test_a_variance_of_floats_reads_its_data_once(monkeypatch):
     """The sums of x and of x * x (in double) share one pass over a batch of images: split
     as on the GPU, a batch norm's statistics take two kernels, the partial sums and the
     rest, where a mean and then the squared deviations took four."""
-    monkeypatch.setattr(lowering, "SPLIT_REDUCTIONS_ON", {"cpu"})
+    monkeypatch.setattr(CPU_RULES, "split_reductions", True)
     images = torch.randn(32, 4, 8, 8).to(memory_format=torch.channels_last)
 
     def statistics(t):

@@ -9,9 +9,9 @@ import torch
 import torch.nn.functional as F
 
 from stage5_inductor_cpp import compile_fx
-from stage5_inductor_cpp import graph_lowering as graph_module
 from stage5_inductor_cpp.graph_lowering import GraphLowering
 from stage5_inductor_cpp.ir import ExternKernel, Layout
+from stage5_inductor_cpp.rules import CPU_RULES
 from stage5_inductor_cpp.wrapper import same_memory
 from tests.stage5.helpers import check_lowered, check_torch_compile, check_traced, compile_traced
 
@@ -230,8 +230,7 @@ def test_an_image_only_kernels_read_is_computed_again_on_the_gpu(monkeypatch, re
     """An image read by several kernels and nothing else is computed again in each (the
     GPU's rule: fewer bytes), or stored once, channels-last (the CPU's: its reduction
     loops that select ran slower than a store and a reload)."""
-    devices = {"cpu", "cuda"} if recomputed else {"cuda"}
-    monkeypatch.setattr(graph_module, "RECOMPUTED_IMAGES_ON", devices)
+    monkeypatch.setattr(CPU_RULES, "recompute_images", recomputed)
     args = torch.randn(2, 3, 8, 8), torch.randn(4, 3, 3, 3), torch.randn(2, 4, 6, 6)
     gm = torch.fx.symbolic_trace(relu_backward_sums)
     buffers = GraphLowering(gm, list(args)).run().buffers

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import stage4_fx
 import stage5_inductor_cpp
-from stage5_inductor_cpp.performance import bias_addmm
+from stage5_inductor_cpp.rules import CPU_RULES
 from tests.oracle import assert_same_as_eager
 from tests.stage5.helpers import KeepGraphs, compile_traced, lowered
 
@@ -30,8 +30,9 @@ W1, B1, W2, B2 = torch.randn(3, 4), torch.randn(3), torch.randn(3, 4), torch.ran
 
 @pytest.fixture(autouse=True, scope="module")
 def sibling_products_on_the_cpu():
-    """Stacked sibling products are a GPU rule (bias_addmm.py): on here, for their columns."""
-    with mock.patch.object(bias_addmm, "SIBLINGS_ON", {"cpu", "cuda"}):
+    """Stacked sibling products are a GPU rule (sibling_products.py): on here, for their
+    columns."""
+    with mock.patch.object(CPU_RULES, "stack_sibling_products", True):
         yield
 
 

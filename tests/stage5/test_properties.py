@@ -14,7 +14,9 @@ from unittest import mock
 import torch
 from hypothesis import given, note, settings
 
-from stage5_inductor_cpp import compile_fx, lowering
+from stage5_inductor_cpp import compile_fx
+from stage5_inductor_cpp.performance import split_reductions
+from stage5_inductor_cpp.rules import CPU_RULES
 from tests.oracle import assert_same_as_eager
 from tests.stage5.helpers import assert_program_compiled, compile_traced
 from tests.stage5.programs import programs, tolerances
@@ -77,8 +79,8 @@ def test_programs_with_reductions_split_in_two(program):
     thresholds and on the CPU): the partials are stored in the accumulation dtype, so the
     answers are eager's within the same tolerances."""
     with (
-        mock.patch.object(lowering, "SPLIT_REDUCTIONS_ON", {"cpu"}),
-        mock.patch.object(lowering, "SPLIT_MIN_CHUNK", 2),
-        mock.patch.object(lowering, "SPLIT_INTO", 64),
+        mock.patch.object(CPU_RULES, "split_reductions", True),
+        mock.patch.object(split_reductions, "SPLIT_MIN_CHUNK", 2),
+        mock.patch.object(split_reductions, "SPLIT_INTO", 64),
     ):
         check(program)

@@ -6,10 +6,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from stage5_inductor_cpp import lowering
 from stage5_inductor_cpp.codegen_cpp import CppKernel, CppOverrides
 from stage5_inductor_cpp.ir import Index
 from stage5_inductor_cpp.kernel_writer import OpOverrides
+from stage5_inductor_cpp.rules import CPU_RULES
 from stage5_inductor_cpp.scheduler import FusedKernel
 from stage6_inductor_triton import TritonUnsupported
 from stage6_inductor_triton.codegen_triton import TritonKernel, TritonOverrides
@@ -216,7 +216,7 @@ def test_a_gpu_wrapper_allocates_without_the_dispatcher_under_a_device_guard():
 @pytest.fixture
 def split_on_the_cpu(monkeypatch):
     """Reductions are split on the GPU only; here the interpreter's graphs split them too."""
-    monkeypatch.setattr(lowering, "SPLIT_REDUCTIONS_ON", {"cpu", "cuda"})
+    monkeypatch.setattr(CPU_RULES, "split_reductions", True)
 
 
 def batch_norm_sums(t):  # a training batch norm's statistics over a channels-last batch

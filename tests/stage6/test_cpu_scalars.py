@@ -1,11 +1,11 @@
 """0-dim CPU tensors among a GPU's tensors: eager takes them as numbers, and so do our
-kernels, which read a copy on the GPU (stage 5's backend.py, `cpu_scalars`)."""
+kernels, which read a copy on the GPU (like_eager/cpu_scalars.py)."""
 
 import pytest
 import torch
 
-from stage5_inductor_cpp.backend import as_caller_sees, cpu_scalars
 from stage6_inductor_triton import compile_fx
+from stage6_inductor_triton.like_eager.cpu_scalars import as_caller_sees, cpu_scalars
 from tests.oracle import assert_same_as_eager
 from tests.stage5.helpers import assert_lowered
 from tests.stage6.helpers import compile_traced

@@ -19,9 +19,10 @@ import triton.language as tl
 
 import stage4_fx
 from benchmarks.model_sweep import build
-from stage5_inductor_cpp.like_eager import layouts
-from stage5_inductor_cpp.performance import bias_addmm
+from stage5_inductor_cpp.performance import channels_last
+from stage5_inductor_cpp.rules import CPU_RULES
 from stage6_inductor_triton import compile_fx
+from stage6_inductor_triton.backend import GPU_RULES
 from stage6_inductor_triton.checks import typecheck
 from stage6_inductor_triton.codegen_triton import TritonOverrides, shortest_float32_text
 from stage6_inductor_triton.performance import autotune
@@ -139,7 +140,7 @@ def test_more_sibling_products_than_a_cat_selects_among(monkeypatch):
     """T5 on the GPU: stacking 12 sibling products' weights asked the `cat` lowering, which
     refuses more than 8 inputs; its `Fallback` escaped the lowering as the user's error.
     Now the products are lowered each alone."""
-    monkeypatch.setattr(bias_addmm, "SIBLINGS_ON", {"cpu", "cuda"})
+    monkeypatch.setattr(CPU_RULES, "stack_sibling_products", True)
     model, x = ManyHeads().eval(), torch.randn(2, 8)
     with torch.no_grad():
         assert_same_as_eager(stage4_fx.compile(model, backend=compile_fx), model, x)
@@ -148,7 +149,7 @@ def test_more_sibling_products_than_a_cat_selects_among(monkeypatch):
 @pytest.mark.parametrize("name", ["bloom", "gpt_neo", "gptj", "t5_6_layers"])
 def test_the_models_that_crashed_on_the_gpu(name, monkeypatch):
     """The four models, tiny (benchmarks/model_sweep.py's CPU form), with the GPU's rules."""
-    monkeypatch.setattr(bias_addmm, "SIBLINGS_ON", {"cpu", "cuda"})
+    monkeypatch.setattr(CPU_RULES, "stack_sibling_products", True)
     torch.manual_seed(0)
     model, args, kwargs = build(name, "cpu")
     with torch.no_grad():
@@ -160,7 +161,7 @@ def test_the_models_that_crashed_on_the_gpu(name, monkeypatch):
 def patch_embedding(x, weight):
     """One convolution, then many other ops: a ViT's or Swin's patch embedding and its blocks."""
     y = torch.conv2d(x, weight)
-    for _ in range(layouts.NODES_PER_CONVOLUTION):
+    for _ in range(channels_last.NODES_PER_CONVOLUTION):
         y = y * 2
     return y
 
@@ -171,7 +172,7 @@ def test_one_convolution_among_many_ops_keeps_eagers_layout_on_the_gpu():
     which keeps eager's layout there. On the CPU, oneDNN's convolutions always prefer
     channels-last."""
     gm = torch.fx.symbolic_trace(patch_embedding)
-    assert not layouts.prefers_channels_last(gm, torch.device("cuda"))
-    assert layouts.prefers_channels_last(gm, torch.device("cpu"))
+    assert not channels_last.prefers_channels_last(gm, GPU_RULES)
+    assert channels_last.prefers_channels_last(gm, CPU_RULES)
     one_block = torch.fx.symbolic_trace(lambda x, weight: torch.conv2d(x, weight).relu())
-    assert layouts.prefers_channels_last(one_block, torch.device("cuda"))
+    assert channels_last.prefers_channels_last(one_block, GPU_RULES)

@@ -8,7 +8,8 @@ from unittest import mock
 import pytest
 from hypothesis import given, note, settings
 
-from stage5_inductor_cpp import lowering
+from stage5_inductor_cpp.performance import split_reductions
+from stage5_inductor_cpp.rules import CPU_RULES
 from tests.oracle import assert_same_as_eager
 from tests.stage5.helpers import assert_program_compiled
 from tests.stage5.programs import programs, tolerances
@@ -48,8 +49,8 @@ def test_programs_with_reductions_split_in_two(program, device):
     """The same programs with every reduction of a few elements and more split in two
     (`split_reduction`, the GPU's rule, here with small thresholds and on the CPU too)."""
     with (
-        mock.patch.object(lowering, "SPLIT_REDUCTIONS_ON", {"cpu", "cuda"}),
-        mock.patch.object(lowering, "SPLIT_MIN_CHUNK", 2),
-        mock.patch.object(lowering, "SPLIT_INTO", 64),
+        mock.patch.object(CPU_RULES, "split_reductions", True),
+        mock.patch.object(split_reductions, "SPLIT_MIN_CHUNK", 2),
+        mock.patch.object(split_reductions, "SPLIT_INTO", 64),
     ):
         check(program, device)
