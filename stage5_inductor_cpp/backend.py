@@ -10,7 +10,7 @@ inputs' sizes, strides and dtypes (and the values of Python-number inputs); a ca
 different ones compiles another specialisation. A graph traced with symbolic sizes
 compiles one code for all of them where it can (symbolic/code.py). A call that needs
 autograd (an input requires grad, grad mode on) runs a forward and a backward graph,
-traced and split by stage 4's aot.py, each compiled here (torch's `compile_fx` hands its
+traced and split by stage 4's training/aot.py, each compiled here (torch's `compile_fx` hands its
 graphs to `aot_autograd` the same way). Graphs the kernels cannot run are run by torch,
 whole: graphs whose writes we cannot follow (into a module's tensors, into an input that
 shares memory with another; writes into inputs and their views are written back,
@@ -261,7 +261,7 @@ class CompiledGraph:
         return None
 
     def train(self, args):
-        """A call that needs autograd: the forward and backward graphs of stage 4's aot.py,
+        """A call that needs autograd: the forward and backward graphs of stage 4's training/aot.py,
         each compiled by this class (their ATen ops made torch calls, training/aten.py)."""
         reason = self.eager_reason(args) or self.device_reason(devices_of(args))
         if reason:

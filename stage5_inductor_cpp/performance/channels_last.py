@@ -22,7 +22,7 @@ from ..lowering import as_pointwise, reindex
 from ..rules import Rules
 
 # CONVOLUTIONS (meta_run.py): the 2-D convolutions of a graph.
-# A training graph's backward (stage 4's aot.py) has its convolutions' backwards instead.
+# A training graph's backward (stage 4's training/aot.py) has its convolutions' backwards instead.
 CONVOLUTION_BACKWARDS = (torch.ops.aten.convolution_backward.default,)
 # The other calls into torch that take images, by how many leading arguments are images:
 # given them channels-last, they answer channels-last. A training graph's max-pool is one

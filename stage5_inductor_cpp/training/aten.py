@@ -1,6 +1,6 @@
 """The ATen graphs of training, as the torch calls our lowerings know.
 
-A graph that needs autograd is traced again by stage 4's aot.py into a forward and a
+A graph that needs autograd is traced again by stage 4's training/aot.py into a forward and a
 backward graph of ATen ops (`aten.mul.Tensor`, `aten.view.default`), decomposed by
 torch's tables (`DECOMPOSITIONS`) into few of them. Our lowerings are keyed by the torch
 functions and Tensor methods that stage 4's graphs call, so each ATen op whose torch

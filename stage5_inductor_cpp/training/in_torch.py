@@ -7,7 +7,7 @@ from ..like_eager.layouts import same_elements
 
 def as_traced(args, traced: list) -> list:
     """`args` in the strides a make_fx graph was traced with (`meta["val"]`: a training graph's
-    forward or backward, stage 4's aot.py), copied where they differ.
+    forward or backward, stage 4's training/aot.py), copied where they differ.
 
     Such a graph recorded its `view`s for those strides. Our compiled forward hands the
     backward its saved tensors in the layouts our kernels chose (a channels-last image), which

@@ -223,7 +223,7 @@ class KernelLauncher:
         variants = {}
         for config in self.configs:
             variants.setdefault(config.looped, config)
-        with AST_LOCK:  # Triton parses the kernel's source (stage 3's codegen.py says why)
+        with AST_LOCK:  # Triton parses the kernel's source (stage 3's generated.py says why)
             for looped, config in variants.items():
                 check_for_cuda(self.cuda_fns[looped], args, config.meta, config.num_warps)
 
@@ -239,7 +239,7 @@ class KernelLauncher:
         key = config, specialisation(args)  # a kernel may see both (aligned or not, by call)
         launch = self.compiled.get(key)
         if launch is None:
-            with AST_LOCK:  # Triton parses the kernel's source (stage 3's codegen.py says why)
+            with AST_LOCK:  # Triton parses the kernel's source (stage 3's generated.py says why)
                 binary = kernel[grid(config.meta)](
                     *args, **config.meta, num_warps=config.num_warps, **EAGER_NUMERICS
                 )
