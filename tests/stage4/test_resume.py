@@ -71,7 +71,7 @@ def test_an_iterator_slot_is_passed_as_a_list():
 def test_the_new_code_can_read_every_kind_of_source():
     unreadable = {sources.FunctionSource}  # the function object itself: not in its own frame
     kinds = set(sources.Source.__subclasses__()) - unreadable
-    assert kinds == set(SOURCE_LOADERS), "a new Source needs a loader in stage4_fx/codegen.py"
+    assert kinds == set(SOURCE_LOADERS), "a new Source needs a loader in bytecode_writer.py"
 
 
 def test_break_keeps_aliases_and_mutations():
