@@ -10,14 +10,13 @@ which) is loaded back from it, and the temporaries that computed it again are dr
 """
 
 import math
-import re
 import typing
 
 import torch
 
 from .ir import Printer
 from .kernel_writer import KernelWriter, OpOverrides, Value
-from .performance.stash import stashes
+from .performance import outer_reductions, stash
 from .scheduler import FusedKernel, SchedulerNode
 from .symbolic.sizes import hint, is_symbolic, text
 
@@ -36,8 +35,6 @@ CTYPES = {
 
 # Below this many elements a kernel runs on one thread: waking the OpenMP team costs more.
 PARALLEL_THRESHOLD = 32768
-# An outer reduction keeps one accumulator per element of the last outer dim, on the stack.
-OUTER_REDUCTION_LIMIT = 4096
 
 PRELUDE = r"""#include <algorithm>
 #include <cmath>
@@ -171,7 +168,9 @@ class CppKernel(KernelWriter):
 
     def __init__(self, kernel: FusedKernel, dtypes: dict[str, torch.dtype]):
         super().__init__(kernel, dtypes)
-        self.stashes = stashes(kernel)  # reduction -> the output its loop stores its values into
+        self.stashes = stash.stashes(
+            kernel
+        )  # reduction -> the output its loop stores its values into
         self.stashed: dict[str, tuple[str, str]] = {}  # buffer -> (key, C++ load) it holds
         self.read_back: dict[str, str] = {}  # in the loop being written: key -> C++ load
 
@@ -243,16 +242,8 @@ class CppKernel(KernelWriter):
             for node in nodes:
                 self.define(node, node.call_inner_fn(self, self.n))
         self.read_back = {}
-        body = without_unused_temporaries(body)
+        body = stash.without_unused_temporaries(body)
         self.lines += loop_nest("r", inner, body, "#pragma omp simd" if simd else "")
-
-    def stash(self, node: SchedulerNode, value: Value, body: list[str]):
-        """Store a reduction loop's value into the buffer `stashes` chose, to be read back."""
-        target = next(n for n in self.kernel.nodes if n.name == self.stashes[node.name])
-        store = f"{target.name}[{target.store_index(self.n)}]"
-        self.args[target.name] = "out"
-        body.append(f"{store} = {value};  // read back by {target.name}'s loop")
-        self.stashed[target.name] = (value.key, store)
 
     def reduction_loop(self, node: SchedulerNode):
         data = node.buffer.data
@@ -269,7 +260,7 @@ class CppKernel(KernelWriter):
         with self.block() as body:
             value = node.call_inner_fn(self, self.n)
             if node.name in self.stashes:
-                self.stash(node, value, body)
+                stash.store(self, node, value, body)
             body.append(update.format(acc=acc, v=value, t=t))
             if track_nan:
                 body.append(f"{acc}_nan |= ({value} != {value});")
@@ -315,127 +306,13 @@ class CppKernel(KernelWriter):
         with self.block() as body:
             value = node.call_inner_fn(self, self.n)
             if node.name in self.stashes:
-                self.stash(node, value, body)
+                stash.store(self, node, value, body)
             body.append(
                 f"if (!({acc} != {acc}) && ({value} != {value} || {value} {better} {acc})) "
                 f"{{ {acc} = {value}; {acc}_index = {flat}; }}"
             )
         self.lines += loop_nest("r", data.reduction_ranges, body, "")
         self.define(node, Value(f"{acc}_index", None))
-
-    def outer_reductions(self) -> list[tuple[list, list[list[SchedulerNode]]]] | None:
-        """The kernel's nodes as phases to write with the last outer loop inside their
-        reduction loops, or None: each phase is reductions that share one loop over their
-        inputs, then the loops of the pointwise nodes that follow.
-
-        A reduction whose loads are contiguous along the last outer dim and not along the
-        reduction (a 3x3 max-pool of a channels-last image: the window steps by whole pixels,
-        the channels are next to each other; a column sum) is written the other way round:
-        an accumulator per element of the last outer dim, and the SIMD loop over that dim,
-        inside the reduction loops. Inductor's C++ backend vectorizes such "outer"
-        reductions the same way (torch/_inductor/codegen/cpp.py, its `outer_loop_fusion`
-        and tiling). A kernel may hold several (a channels-last BatchNorm: the mean, then
-        the squared deviations from it; in its backward, the sums of the gradient and of the
-        gradient times the input): consecutive reductions over the same ranges that do not
-        read each other share one loop, which reads their common inputs once."""
-        n, nodes = self.n, self.kernel.nodes
-        if n == 0 or not nodes[0].is_reduction:
-            return None
-        if is_symbolic(self.kernel.outer[-1]) or self.kernel.outer[-1] > OUTER_REDUCTION_LIMIT:
-            return None  # its accumulators are arrays of that size, on the stack
-        phases: list[tuple[list[SchedulerNode], list[list[SchedulerNode]]]] = []
-        for loop in self.kernel.loops():
-            node = loop[0]
-            if not node.is_reduction:
-                phases[-1][1].append(loop)
-            elif not self.interchangeable(node):
-                return None
-            elif phases and not phases[-1][1] and self.shares_loop(phases[-1][0], node):
-                phases[-1][0].append(node)
-            else:
-                phases.append(([node], []))
-        return phases
-
-    def interchangeable(self, node: SchedulerNode) -> bool:
-        """Whether a reduction's loads are contiguous along the last outer dim, and not
-        along its reduction."""
-        data = node.buffer.data
-        if data.reduction_type not in REDUCTIONS or node.name in self.stashes:
-            return False
-        last, rs = f"x{self.n - 1}", [f"r{i}" for i in range(len(data.reduction_ranges))]
-        loads = [index for _, index in node.loads(self.n)]
-        contiguous = all(index.coefficient(last) == 1 for index in loads)
-        return (
-            bool(loads) and contiguous and not any(i.coefficient(r) == 1 for i in loads for r in rs)
-        )
-
-    def write_outer_reductions(self, phases, split: bool) -> list[str]:
-        """The body of the outer loops but the last, per phase: accumulators, the reduction
-        loops around a SIMD loop over the last outer dim, then a loop over that dim for the
-        results and the pointwise nodes. A value a later phase reads is kept in a row too.
-        `split`: the reduction loops are shared out among the threads (`split_reduction`)."""
-        last, size, lines = f"x{self.n - 1}", self.kernel.outer[-1], []
-        nodes = [[*group, *(n for loop in loops for n in loop)] for group, loops in phases]
-        later_reads = [set() for _ in phases]
-        for i in range(len(phases) - 2, -1, -1):
-            later_reads[i] = later_reads[i + 1] | set().union(*[n.reads() for n in nodes[i + 1]])
-        for (reductions, loops), phase, read_later in zip(phases, nodes, later_reads, strict=True):
-            starts, elements, parts = [], {}, Accumulators()
-            pointwise_loops = [n for loop in loops for n in loop if n.inner_ranges(self.n)]
-            with self.block() as body:
-                for node in reductions:
-                    acc = f"acc_{node.name}"
-                    into = f"{acc}_part" if split else acc  # what the reduction loops update
-                    t, init, update, track_nan = self.accumulator(node)
-                    lines.append(f"{t} {acc}[{size}];")
-                    starts.append(f"{acc}[{last}] = {init};")
-                    parts.add(f"{t} {into}[{size}];", f"{into}[{last}] = {init};")
-                    parts.combine(update.format(acc=f"{acc}[{last}]", v=f"{into}[{last}]", t=t))
-                    if track_nan:
-                        lines.append(f"int {acc}_nan[{size}];")
-                        starts.append(f"{acc}_nan[{last}] = 0;")
-                        parts.add(f"int {into}_nan[{size}];", f"{into}_nan[{last}] = 0;")
-                        parts.combine(f"{acc}_nan[{last}] |= {into}_nan[{last}];")
-                    value = node.call_inner_fn(self, self.n)
-                    body.append(update.format(acc=f"{into}[{last}]", v=value, t=t))
-                    if track_nan:
-                        body.append(f"{into}_nan[{last}] |= ({value} != {value});")
-                    element = f"{acc}[{last}]"
-                    if track_nan:
-                        element = (
-                            f"{acc}_nan[{last}] ? std::numeric_limits<{t}>::quiet_NaN() : {element}"
-                        )
-                    elements[node.name] = element
-            lines += loop_nest_var(last, size, starts, "#pragma omp simd")
-            ranges = reductions[0].buffer.data.reduction_ranges
-            nest = loop_nest("r", ranges, loop_nest_var(last, size, body, "#pragma omp simd"), "")
-            lines += parts.split(nest, len(ranges), last, size) if split else nest
-            rows = [n for n in phase if n.name in read_later and n not in pointwise_loops]
-            with self.block() as after:
-                for node in reductions:
-                    self.define(node, Value(elements[node.name], None))
-                for loop in loops:
-                    self.pointwise_loop(loop, simd=True)
-                for node in rows:
-                    after.append(
-                        f"{node.name}_row[{last}] = {self.scopes[-1][('local', node.name)]};"
-                    )
-            for node in rows:
-                ctype = self.overrides.ctype(node.buffer.layout.dtype)
-                lines.append(f"{ctype} {node.name}_row[{size}];")
-                row = Value(f"{node.name}_row[{last}]", node.buffer.layout.dtype)
-                self.scopes[0][("local", node.name)] = row
-            simd = not pointwise_loops  # no loop inside
-            lines += loop_nest_var(last, size, after, "#pragma omp simd" if simd else "")
-        return lines
-
-    def split_reduction(self) -> bool:
-        """Whether an outer reduction's loops are shared out among the threads: when the
-        outer loops around it are one iteration (a channels-last BatchNorm's statistics: a
-        row per channel over the whole image), which would otherwise run on one thread."""
-        work = self.work()
-        one_outer_iteration = math.prod(self.kernel.outer[:-1]) == 1
-        return not is_symbolic(work) and work >= PARALLEL_THRESHOLD and one_outer_iteration
 
     def work(self):
         """The elements the kernel visits: its outer iterations times its longest inner loop."""
@@ -448,9 +325,8 @@ class CppKernel(KernelWriter):
             not node.is_reduction and not node.inner_ranges(n) for node in kernel.nodes
         )
         outer = kernel.outer
-        if (phases := self.outer_reductions()) is not None:
-            split = self.split_reduction()
-            body, outer = self.write_outer_reductions(phases, split), kernel.outer[:-1]
+        if (phases := outer_reductions.phases(self)) is not None:  # SIMD over the last dim
+            body, outer = outer_reductions.write(self, phases), kernel.outer[:-1]
         else:
             with self.block() as body:
                 for loop in kernel.loops():
@@ -472,53 +348,6 @@ class CppKernel(KernelWriter):
             params.append(f"const int64_t {name}")
         signature = f'extern "C" void {kernel.name}({", ".join(params)})'
         return "\n".join([signature, "{", *indent(lines), "}"])
-
-
-class Accumulators:
-    """Each thread's accumulators for a split outer reduction, and how they are combined.
-
-    Inductor splits such reductions too, with a row of partial results per thread
-    (torch/_inductor/codegen/cpp.py, `reduction_prefix` / `parallel_reduction_suffix`).
-    The rows are combined in the threads' order, so a result depends on the number of
-    threads but not on which thread finished first."""
-
-    def __init__(self):
-        self.declarations, self.starts, self.combines = [], [], []
-
-    def add(self, declaration: str, start: str):
-        self.declarations.append(declaration)
-        self.starts.append(start)
-
-    def combine(self, line: str):
-        self.combines.append(line)
-
-    def split(self, nest: list[str], depth: int, last: str, size) -> list[str]:
-        """`nest`, the reduction loops (`depth` of them), shared out among the threads."""
-        collapse = f" collapse({depth})" if depth > 1 else ""
-        region = [
-            *self.declarations,
-            *loop_nest_var(last, size, self.starts, "#pragma omp simd"),
-            f"#pragma omp for{collapse}",
-            *nest,
-            "#pragma omp for ordered schedule(static, 1)",
-            "for (int thread = 0; thread < omp_get_num_threads(); thread++)",
-            "{",
-            *indent(["#pragma omp ordered", *loop_nest_var(last, size, self.combines, "")]),
-            "}",
-        ]
-        return ["#pragma omp parallel", "{", *indent(region), "}"]
-
-
-def without_unused_temporaries(lines: list[str]) -> list[str]:
-    """Drop the temporaries nothing reads: those a value read back from a stash replaced."""
-    kept, used = [], set()
-    for line in reversed(lines):
-        defined = re.match(r"\w+ (tmp\d+) = ", line)
-        if defined and defined[1] not in used:
-            continue
-        used.update(re.findall(r"\btmp\d+\b", line))
-        kept.append(line)
-    return kept[::-1]
 
 
 def _strides(ranges):
@@ -543,12 +372,6 @@ def loop_nest(prefix: str, ranges, body: list[str], innermost_pragma: str) -> li
             header.insert(0, innermost_pragma)
         lines = header + lines
     return lines
-
-
-def loop_nest_var(var: str, size: int, body: list[str], pragma: str) -> list[str]:
-    """One `for` loop over `var`, an outer loop's variable, around `body`."""
-    header = [pragma] if pragma else []
-    return [*header, f"for (int64_t {var} = 0; {var} < {size}; {var}++)", "{", *indent(body), "}"]
 
 
 def outer_loops(outer, body: list[str], parallel, simd_last: bool, condition="") -> list[str]:

@@ -54,9 +54,9 @@ from .lowering import (
     SUPPORTED_DTYPES,
     EagerOnly,
     Fallback,
-    by_position,
     is_tensor,
 )
+from .lowerings.arguments import by_position
 from .performance import channels_last, reuse
 from .performance.bias_addmm import bias_addmm
 from .performance.linear import into_planned_memory

@@ -212,23 +212,6 @@ class OpCounter:
         return record
 
 
-class Recorder:
-    """A handler that runs another one and keeps every value it returns, in order."""
-
-    def __init__(self, handler):
-        self.handler = handler
-        self.values: list = []
-
-    def __getattr__(self, name):
-        method = getattr(self.handler, name)
-
-        def record(*args):
-            self.values.append(method(*args))
-            return self.values[-1]
-
-        return record
-
-
 # ----------------------------------------------------------------------------- what is computed
 
 

@@ -36,9 +36,7 @@ from .ir import (
     ExternKernel,
     Index,
     OpCounter,
-    Printer,
     ReadsCollector,
-    Recorder,
     Reduction,
     index_vars,
     set_handler,
@@ -106,12 +104,6 @@ class SchedulerNode:
 
     def reads(self) -> set[str]:
         return set(self._reads)
-
-    def expressions(self, n_outer: int) -> list[str]:
-        """The text of every value the node computes (its result last): equal text, equal value."""
-        recorder = Recorder(Printer())
-        self.call_inner_fn(recorder, n_outer)
-        return recorder.values
 
     def op_names(self) -> list[str]:
         counter = OpCounter()

@@ -10,17 +10,18 @@ whole program can be printed and read:
         return (buf0,)
 
 A buffer whose last reader has run is handed to the next allocation of the same
-layout (`buf4 = buf1  # reuse`), as inductor's wrapper reuses dead buffers.
+layout (`buf4 = buf1  # reuse`), as inductor's wrapper reuses dead buffers, or deleted
+(performance/memory_plan.py).
 """
 
 import math
 
 import torch
-import torch.utils._pytree as pytree
 
 from .graph_lowering import ExternValue
-from .ir import BufferView, ExternKernel, Layout
+from .ir import BufferView
 from .like_eager.functionalize import WriteBack
+from .performance import memory_plan
 from .scheduler import ExternCall, FusedKernel
 from .symbolic.code import fits_source, symbol_sources
 from .symbolic.sizes import is_symbolic, sizes_text, text
@@ -38,30 +39,6 @@ def with_layout(tensor, size, stride):
     return torch.empty_strided(size, stride, dtype=tensor.dtype, device=tensor.device).copy_(tensor)
 
 
-def same_memory(view: Layout, layout: Layout) -> bool:
-    """Whether `view` is another order of `layout`'s elements: the same addresses, static."""
-
-    def dims(one: Layout) -> list[tuple]:  # (stride, size) of the dims that move, sorted
-        pairs = zip(one.stride, one.size, strict=True)
-        return sorted((stride, size) for stride, size in pairs if size != 1)
-
-    numbers = [*view.size, *view.stride, *layout.size, *layout.stride]
-    return (
-        view != layout
-        and view.offset == layout.offset == 0
-        and view.dtype == layout.dtype
-        and all(isinstance(n, int) for n in numbers)  # not symbols (sizes.py)
-        and 0 not in view.size  # no elements: nothing to compare
-        and dims(view) == dims(layout)
-    )
-
-
-def names_in(value) -> list[str]:
-    """The buffers an extern argument or an output refers to by name."""
-    leaves = pytree.tree_leaves(value, is_leaf=lambda v: isinstance(v, (BufferView, ExternValue)))
-    return [v.buffer.name for v in leaves if isinstance(v, (BufferView, ExternValue))]
-
-
 class WrapperCode:
     """Writes `call(args)` for one scheduled graph; `namespace` holds what it refers to."""
 
@@ -74,7 +51,7 @@ class WrapperCode:
         self.namespace.update(graph.constants)
         self.symbols = symbol_sources(graph)  # symbol -> where the wrapper reads it
         self.lines: list[str] = []
-        self.made_as = self.views_to_allocate()  # buffer name -> the layout it is made with
+        self.made_as = memory_plan.views_to_allocate(self)  # buffer -> the layout it is made with
 
     def value(self, v) -> str:
         """Python source for an extern argument or an output."""
@@ -117,7 +94,7 @@ class WrapperCode:
 
     def generate(self) -> str:
         self.lines += self.arguments()
-        free, dead = self.plan_memory()
+        free, dead = memory_plan.plan_memory(self)  # dead buffers reused, deleted
         for i, step in enumerate(self.steps):
             if isinstance(step, FusedKernel):
                 self.kernel_call(step, free.get(i, {}))
@@ -133,86 +110,6 @@ class WrapperCode:
             return "\n".join(["def call(args):", *self.lines]) + "\n"
         body = [f"    {line}" for line in self.lines]
         return "\n".join(["def call(args):", f"    with {self.guard}:", *body]) + "\n"
-
-    def views_to_allocate(self) -> dict[str, Layout]:
-        """Kernel outputs to allocate as the one view of them that extern calls and outputs
-        read: {buffer name: that view's layout}.
-
-        A channels-last image is a kernel's (N, H, W, C) buffer, read by the convolution as
-        an (N, C, H, W) view with channels-last strides: the same memory in another order.
-        Allocated as that view, the buffer is passed as it is, where `reinterpret` would
-        make a view of it at each read (`as_strided`, microseconds a call, 220 a training
-        step of ResNet-50). Kernels see only the address, so their indexing is unchanged.
-        Inductor gives such a buffer the view's layout from the start (a `FixedLayout`
-        with channels-last strides)."""
-        views: dict[str, set] = {}
-        steps = [s for s in self.steps if isinstance(s, ExternCall)]
-        refs = [
-            leaf for s in steps for leaf in pytree.tree_leaves((s.buffer.args, s.buffer.kwargs))
-        ]
-        refs += pytree.tree_leaves(self.graph.outputs)
-        for v in refs:
-            if isinstance(v, BufferView):
-                views.setdefault(v.buffer.name, set()).add(v.layout)
-        made_as = {}
-        for step in self.steps:
-            if not isinstance(step, FusedKernel):
-                continue
-            for buffer in self.allocated(step):
-                seen = views.get(buffer.name, set())
-                if len(seen) == 1 and same_memory(view := next(iter(seen)), buffer.layout):
-                    made_as[buffer.name] = view
-        return made_as
-
-    def plan_memory(self) -> tuple[dict[int, dict[str, str]], dict[int, list[str]]]:
-        """For each step, which of its outputs take over a dead buffer ({step: {new: old}}),
-        and which buffers die after it ({step: [names]}).
-
-        A dead buffer is `del`eted after its last reader, as inductor's wrapper does: the
-        memory goes back to the allocator at once, and the next allocation of that size gets
-        it back, still mapped and in cache. Held to the end of the call instead, every
-        buffer of the graph is alive at once, and malloc hands the whole heap back to the
-        system when they are freed together: each call then faults all of it in again
-        (BERT's small config: 10,000 page faults a call, a quarter of its time).
-        """
-        returned = {
-            name for leaf in pytree.tree_leaves(self.graph.outputs) for name in names_in(leaf)
-        }
-        never = set(returned)  # never handed to another kernel
-        last_use, layouts = {}, {}  # layouts: the buffers whose memory is planned here
-        for i, step in enumerate(self.steps):
-            for buffer in self.allocated(step):
-                layouts[buffer.name] = self.made_as.get(buffer.name, buffer.layout)
-                last_use[buffer.name] = i  # dies at once if nothing reads it
-            if isinstance(step, ExternCall):
-                if step.buffer.may_alias:  # its result may be a view of these: keep them
-                    never |= {v.buffer.name for v in step.buffer.inputs()}
-                last_use[step.name] = i
-                for name in names_in((step.buffer.args, step.buffer.kwargs)):
-                    last_use[name] = i
-            else:
-                for name in self.kernel_params[step.name]:
-                    last_use[name] = i
-        plan, pool, released = {}, [], set()
-        for i, step in enumerate(self.steps):
-            for name, last in last_use.items():
-                if last < i and name in layouts and name not in never and name not in released:
-                    pool.append(name)
-                    released.add(name)
-            for buffer in self.allocated(step):
-                match = next((old for old in pool if layouts[old] == layouts[buffer.name]), None)
-                if match is not None:
-                    pool.remove(match)
-                    plan.setdefault(i, {})[buffer.name] = match
-        named = {
-            b.name for b in self.graph.buffers if b.name in layouts or isinstance(b, ExternKernel)
-        }
-        taken_over = {old for reuse in plan.values() for old in reuse.values()}
-        dead = {}
-        for name, last in last_use.items():
-            if name in named and name not in returned and name not in taken_over:
-                dead.setdefault(last, []).append(name)
-        return plan, dead
 
     @staticmethod
     def allocated(step) -> list:

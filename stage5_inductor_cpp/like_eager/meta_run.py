@@ -28,7 +28,8 @@ import torch.utils._pytree as pytree
 
 from stage2_symbolic_vm import meta_cache
 
-from ..lowering import EagerOnly, by_position
+from ..lowering import EagerOnly
+from ..lowerings.arguments import by_position
 from ..symbolic.sizes import as_size, as_sizes
 
 

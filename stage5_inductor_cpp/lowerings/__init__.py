@@ -3,6 +3,7 @@
 Each module registers its lowerings in `LOWERINGS` when it is imported (graph_lowering.py
 imports them all):
 
+    arguments.py       a call's keyword arguments, by position as the lowerings take them
     views.py           views as index maps: permute, reshape, slicing, cat, ...
     pointwise.py       rounding to decimals, bitwise ops on bools, rsub, powers
     copies.py          casts and copies: `to`, `float`, `clone`, `contiguous`

@@ -15,8 +15,11 @@ persistent Triton reductions keep a whole row in registers, where the common val
 computed once anyway.
 """
 
+import re
+
 from stage1_eval_frame.logs import get_logger
 
+from ..ir import Printer
 from ..like_eager.functionalize import WriteBack
 from ..scheduler import FusedKernel, SchedulerNode
 
@@ -48,9 +51,9 @@ def worth_stashing(node: SchedulerNode, n_outer: int) -> bool:
 
 def stash_in_a_consumer(kernel: FusedKernel, reduction: SchedulerNode, later, chosen: dict):
     n = len(kernel.outer)
-    value = reduction.expressions(n)[-1]
+    value = expressions(reduction, n)[-1]
     for consumer in later:
-        if consumer.is_reduction or value not in consumer.expressions(n):
+        if consumer.is_reduction or value not in expressions(consumer, n):
             continue
         reason = refuse_stash(kernel, reduction, consumer, chosen)
         if reason is None:
@@ -75,3 +78,52 @@ def refuse_stash(kernel: FusedKernel, reduction: SchedulerNode, consumer: Schedu
     if consumer.name in chosen.values():
         return "it already holds another reduction's values"
     return None
+
+
+def expressions(node: SchedulerNode, n_outer: int) -> list[str]:
+    """The text of every value the node computes (its result last): equal text, equal value."""
+    recorder = Recorder(Printer())
+    node.call_inner_fn(recorder, n_outer)
+    return recorder.values
+
+
+class Recorder:
+    """A handler that runs another one and keeps every value it returns, in order."""
+
+    def __init__(self, handler):
+        self.handler = handler
+        self.values: list = []
+
+    def __getattr__(self, name):
+        method = getattr(self.handler, name)
+
+        def record(*args):
+            self.values.append(method(*args))
+            return self.values[-1]
+
+        return record
+
+
+# --- the C++ writer's side: store the value, read it back --------------------------------
+
+
+def store(writer, node: SchedulerNode, value, body: list[str]):
+    """Store a reduction loop's value into the buffer `stashes` chose for it (`writer` is a
+    `CppKernel`): that buffer's loop loads it back instead of computing it again."""
+    target = next(n for n in writer.kernel.nodes if n.name == writer.stashes[node.name])
+    place = f"{target.name}[{target.store_index(writer.n)}]"
+    writer.args[target.name] = "out"
+    body.append(f"{place} = {value};  // read back by {target.name}'s loop")
+    writer.stashed[target.name] = (value.key, place)
+
+
+def without_unused_temporaries(lines: list[str]) -> list[str]:
+    """Drop the temporaries nothing reads: those a value read back from a stash replaced."""
+    kept, used = [], set()
+    for line in reversed(lines):
+        defined = re.match(r"\w+ (tmp\d+) = ", line)
+        if defined and defined[1] not in used:
+            continue
+        used.update(re.findall(r"\btmp\d+\b", line))
+        kept.append(line)
+    return kept[::-1]

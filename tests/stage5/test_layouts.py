@@ -11,8 +11,8 @@ import torch.nn.functional as F
 from stage5_inductor_cpp import compile_fx
 from stage5_inductor_cpp.graph_lowering import GraphLowering
 from stage5_inductor_cpp.ir import ExternKernel, Layout
+from stage5_inductor_cpp.performance.memory_plan import same_memory
 from stage5_inductor_cpp.rules import CPU_RULES
-from stage5_inductor_cpp.wrapper import same_memory
 from tests.stage5.helpers import check_lowered, check_torch_compile, check_traced, compile_traced
 
 x = torch.randn(4, 5)
