@@ -29,17 +29,18 @@ import torch.fx
 
 from stage1_eval_frame.logs import get_logger
 from stage3_guards import SameArguments
-from stage4_fx.training.aot import AotGraph, aot_autograd, needs_autograd
+from stage4_fx.training.aot import AotGraph, needs_autograd
 
 from . import kernel_cache
 from .codegen_cpp import PRELUDE, CppKernel
 from .graph_lowering import EagerOnly, GraphLowering
 from .ir import ExternKernel
+from .like_eager.autocast import autocast_reason
 from .like_eager.in_place import shares_written_memory
 from .rules import Rules
 from .scheduler import FusedKernel, Scheduler
 from .symbolic.code import compile_symbolic
-from .training.aten import DECOMPOSITIONS, as_torch_calls
+from .training.autograd import TrainingGraphs
 from .training.in_torch import as_traced
 from .wrapper import WrapperCode
 
@@ -166,7 +167,7 @@ def warn_once(message: str):
     log.warning(message)
 
 
-class CompiledGraph:
+class CompiledGraph(TrainingGraphs):
     """What `compile_fx` returns: call it with the graph's inputs, get the graph's outputs."""
 
     def __init__(self, gm: torch.fx.GraphModule, example_inputs):
@@ -243,16 +244,7 @@ class CompiledGraph:
 
     def eager_reason(self, args) -> str | None:
         """Why these arguments cannot run the kernels this call (autocast), or None."""
-        # Autocast picks each op's dtype as it runs (a bfloat16 matmul, a float32 sum);
-        # kernels compiled for float32 would read its results as float32.
-        if not any(map(torch.is_autocast_enabled, AUTOCAST_DEVICES)):
-            return None  # the usual case: no pass over the tensors' devices
-        for device in sorted(
-            {a.device.type for a in args if isinstance(a, torch.Tensor)} or {"cpu"}
-        ):
-            if torch.is_autocast_enabled(device):
-                return f"autocast is on for {device}: torch picks each op's dtype as it runs"
-        return None
+        return autocast_reason(args)
 
     def device_reason(self, devices: set[torch.device]) -> str | None:
         """Why the kernels cannot run on the tensors' devices; stage 6 runs CUDA too."""
@@ -260,42 +252,12 @@ class CompiledGraph:
             return "a tensor is not on the CPU"
         return None
 
-    def train(self, args):
-        """A call that needs autograd: the forward and backward graphs of stage 4's training/aot.py,
-        each compiled by this class (their ATen ops made torch calls, training/aten.py)."""
-        reason = self.eager_reason(args) or self.device_reason(devices_of(args))
-        if reason:
-            self.ran_in_torch(reason)
-            return self.gm(*args)
-        if self.training is None:
-            self.training = aot_autograd(
-                self.gm, self.compile_part, DECOMPOSITIONS, self.ran_in_torch
-            )
-        return self.training(*args)
-
-    def compile_part(self, gm: torch.fx.GraphModule, args) -> "CompiledGraph":
-        """A forward or backward graph, compiled as any graph; its reasons to run in torch
-        are this graph's."""
-        part = self.new_graph(as_torch_calls(gm), args)
-        for reason in part.torch_reasons:
-            self.ran_in_torch(reason)
-        part.torch_reasons = self.torch_reasons
-        self.parts.append(part)
-        return part
-
-    def new_graph(self, gm: torch.fx.GraphModule, args) -> "CompiledGraph":
-        """A graph compiled as this one is (stage 6 passes its mode on)."""
-        return type(self)(gm, args)
-
     @property
     def code(self) -> str:
         """The output code of the latest specialisation (what `MINIDYNAMO_LOGS=kernels` prints)."""
         if self.last:
             return self.last.code
         return "\n".join(f"# the graph runs in torch: {reason}" for reason in self.torch_reasons)
-
-
-AUTOCAST_DEVICES = ("cpu", "cuda")
 
 
 def devices_of(args) -> set[torch.device]:

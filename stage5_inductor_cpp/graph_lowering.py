@@ -37,7 +37,7 @@ from .ir import (
     Pointwise,
     contiguous_strides,
 )
-from .like_eager import layouts
+from .like_eager import devices, layouts
 from .like_eager.functionalize import without_inplace
 from .like_eager.in_place import InPlaceWrites
 from .like_eager.meta_run import (
@@ -130,16 +130,6 @@ def _is_ir(value) -> bool:
 
 def _has_tensor(value) -> bool:
     return any(isinstance(v, torch.Tensor) for v in pytree.tree_leaves(value))
-
-
-def named_device(name: str, args, kwargs) -> torch.device | None:
-    """The device a call says it puts its result on (`x.cuda()`, `x.to("cpu")`, `device=`)."""
-    if name in ("cpu", "cuda"):
-        return torch.device(name)
-    named = [kwargs.get("device")]
-    if name == "to":
-        named += [a for a in args if isinstance(a, (str, torch.device))]
-    return next((torch.device(d) for d in named if d is not None), None)
 
 
 class Values(dict):
@@ -279,7 +269,7 @@ class GraphLowering:
         if not isinstance(value, torch.Tensor):
             return value
         name = f"const{len(self.constants)}"
-        self.check_device(value, f"the constant {name}")
+        devices.check_device(self, value, f"the constant {name}")
         self.constants[name] = value
         layout = Layout.of(value)
         return BufferView(InputBuffer(name, layout), layout)
@@ -319,14 +309,10 @@ class GraphLowering:
             made = call_now(target, args, kwargs)  # shape arithmetic (`x.size(0) * 2`)
             if not _has_tensor(made):
                 return made
-            self.check_device(made, node.name)  # a factory: `torch.ones(3, device="cuda")`
+            devices.check_device(self, made, node.name)  # a factory: `torch.ones(3, device="cuda")`
         lowering = LOWERINGS.get(key) if op != "call_module" else None
         self.current_target = key if isinstance(key, str) else getattr(key, "__name__", "")
-        device = named_device(self.current_target, args, kwargs)
-        if device is not None and not (
-            device.type == self.device.type and device.index in (None, self.device.index)
-        ):
-            raise EagerOnly(f"{node.name} moves a tensor to {device}, off the kernels' device")
+        devices.check_stays(self, node, args, kwargs)  # `x.cuda()` of a CPU graph
         try:
             if lowering is None:
                 raise Fallback("no lowering")
@@ -353,13 +339,6 @@ class GraphLowering:
                 error,
             )
             return value
-
-    def check_device(self, value, what: str):
-        """Kernels read memory on their own device only: a tensor elsewhere (which eager may
-        reject, mixing devices) makes the graph run in torch."""
-        for tensor in tensors_in(value):
-            if tensor.device != self.device:
-                raise EagerOnly(f"{what} is on {tensor.device}, the kernels run on {self.device}")
 
     def internal_error(self, message: str):
         """A bug of ours: strict mode raises it; else the graph runs in torch, with a warning."""

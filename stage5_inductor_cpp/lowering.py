@@ -21,14 +21,7 @@ import operator
 
 import torch
 
-from .ir import (
-    BufferView,
-    Index,
-    Layout,
-    Pointwise,
-    Reduction,
-    ops,
-)
+from .ir import BufferView, Index, Layout, Pointwise, Reduction, ops
 from .performance.split_reductions import split_reduction
 from .symbolic.sizes import is_symbolic
 

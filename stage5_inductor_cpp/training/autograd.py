@@ -1,0 +1,44 @@
+"""A call that needs autograd (an input requires grad, grad mode on): the graph's forward
+and backward, traced and split by stage 4's aot.py, each compiled as any graph (torch's
+`compile_fx` hands its graphs to `aot_autograd` the same way)."""
+
+import torch
+import torch.fx
+
+from stage4_fx.training.aot import aot_autograd
+
+from .aten import DECOMPOSITIONS, as_torch_calls
+
+
+class TrainingGraphs:
+    """What backend.py's `CompiledGraph` does with a call that needs autograd: its
+    `training` (stage 4's `AotGraph`) runs the forward and backward graphs, compiled at the
+    first such call into `parts`."""
+
+    def train(self, args):
+        """The forward and backward graphs of stage 4's aot.py, each compiled by the
+        graph's own class (their ATen ops made torch calls, aten.py)."""
+        devices = {a.device for a in args if isinstance(a, torch.Tensor)}
+        reason = self.eager_reason(args) or self.device_reason(devices)
+        if reason:
+            self.ran_in_torch(reason)
+            return self.gm(*args)
+        if self.training is None:
+            self.training = aot_autograd(
+                self.gm, self.compile_part, DECOMPOSITIONS, self.ran_in_torch
+            )
+        return self.training(*args)
+
+    def compile_part(self, gm: torch.fx.GraphModule, args) -> "TrainingGraphs":
+        """A forward or backward graph, compiled as any graph; its reasons to run in torch
+        are this graph's."""
+        part = self.new_graph(as_torch_calls(gm), args)
+        for reason in part.torch_reasons:
+            self.ran_in_torch(reason)
+        part.torch_reasons = self.torch_reasons
+        self.parts.append(part)
+        return part
+
+    def new_graph(self, gm: torch.fx.GraphModule, args) -> "TrainingGraphs":
+        """A graph compiled as this one is (stage 6 passes its mode on)."""
+        return type(self)(gm, args)
