@@ -16,7 +16,7 @@ import typing
 import torch
 
 from .ir import Printer
-from .kernel_writer import KernelWriter, OpOverrides, Value
+from .kernel_writer import REDUCTION_STARTS, KernelWriter, OpOverrides, Value
 from .performance import outer_reductions, stash
 from .scheduler import FusedKernel, SchedulerNode
 from .symbolic.sizes import hint, is_symbolic, text
@@ -69,25 +69,48 @@ class CppOverrides(OpOverrides):
     def ctype(dtype: torch.dtype) -> str:
         return CTYPES[dtype]
 
+    # The rungs of the shared `constant` ladder, spelled in C++.
+    @staticmethod
+    def boolean(value: bool) -> str:
+        return "true" if value else "false"
+
     @classmethod
-    def constant(cls, value, dtype: torch.dtype) -> str:
-        if dtype == torch.bool:
-            return "true" if value else "false"
-        if not dtype.is_floating_point:
-            return f"{int(value)}L" if int(value) >= 0 else f"({int(value)}L)"
-        if dtype in (torch.float16, torch.bfloat16):  # as c10::Half(double): through float
-            return f"static_cast<{cls.ctype(dtype)}>({cls.constant(value, torch.float32)})"
-        ctype, value = cls.ctype(dtype), float(value)
-        if math.isnan(value):
-            return f"std::numeric_limits<{ctype}>::quiet_NaN()"
-        if math.isinf(value):
-            sign = "-" if value < 0 else ""
-            return f"({sign}std::numeric_limits<{ctype}>::infinity())"
+    def through_float32(cls, text: str, dtype, shape) -> str:
+        return f"static_cast<{cls.ctype(dtype)}>({text})"
+
+    @staticmethod
+    def integer(value, dtype, shape) -> str:
+        return f"{int(value)}L" if int(value) >= 0 else f"({int(value)}L)"
+
+    @classmethod
+    def nan(cls, dtype) -> str:
+        return f"std::numeric_limits<{cls.ctype(dtype)}>::quiet_NaN()"
+
+    @classmethod
+    def infinity(cls, dtype, negative: bool) -> str:
+        return f"({'-' if negative else ''}std::numeric_limits<{cls.ctype(dtype)}>::infinity())"
+
+    @staticmethod
+    def floating(value: float, dtype, shape) -> str:
         text = repr(value)
         if dtype == torch.float32:
             exact = torch.tensor(value, dtype=torch.float32).item() == value
             text = f"{text}f" if exact else f"static_cast<float>({text})"
         return f"({text})" if math.copysign(1.0, value) < 0 else text  # -0.0 too: `-(-0.0f)`
+
+    @staticmethod
+    def start(reduction_type: str, t: str, floating: bool) -> str:
+        """A reduction's start value (kernel_writer's `REDUCTION_STARTS`) for an accumulator of
+        C++ type `t`: the limits of the type, infinities for floats, 0 and 1 for bools."""
+        start = REDUCTION_STARTS[reduction_type]
+        if start in (0, 1):
+            return str(start)
+        lowest = start == "lowest"
+        if floating:
+            return f"{'-' if lowest else ''}std::numeric_limits<{t}>::infinity()"
+        if t == "int":  # bools, folded as ints
+            return "0" if lowest else "1"
+        return f"std::numeric_limits<{t}>::{'lowest' if lowest else 'max'}()"
 
     @classmethod
     def to_dtype(cls, x, dtype: torch.dtype) -> str:
@@ -99,14 +122,14 @@ class CppOverrides(OpOverrides):
         return f"static_cast<{cls.ctype(dtype)}>({x})"
 
 
-# reduction type -> (initial value, OpenMP reduction operator, update of `acc` by `v`)
+# reduction type -> (OpenMP reduction operator, update of `acc` by `v`)
 REDUCTIONS = {
-    "sum": ("0", "+", "{acc} = {acc} + {v};"),
-    "prod": ("1", "*", "{acc} = {acc} * {v};"),
-    "max": ("std::numeric_limits<{t}>::lowest()", "max", "{acc} = std::max({acc}, {t}({v}));"),
-    "min": ("std::numeric_limits<{t}>::max()", "min", "{acc} = std::min({acc}, {t}({v}));"),
-    "any": ("0", "|", "{acc} = {acc} | static_cast<int>(static_cast<bool>({v}));"),
-    "all": ("1", "&", "{acc} = {acc} & static_cast<int>(static_cast<bool>({v}));"),
+    "sum": ("+", "{acc} = {acc} + {v};"),
+    "prod": ("*", "{acc} = {acc} * {v};"),
+    "max": ("max", "{acc} = std::max({acc}, {t}({v}));"),
+    "min": ("min", "{acc} = std::min({acc}, {t}({v}));"),
+    "any": ("|", "{acc} = {acc} | static_cast<int>(static_cast<bool>({v}));"),
+    "all": ("&", "{acc} = {acc} & static_cast<int>(static_cast<bool>({v}));"),
 }
 
 
@@ -203,7 +226,7 @@ class CppKernel(KernelWriter):
         if data.reduction_type in ("argmax", "argmin"):
             return self.arg_reduction_loop(node, acc)
         t, init, update, track_nan = self.accumulator(node)
-        omp_op = REDUCTIONS[data.reduction_type][1]
+        omp_op = REDUCTIONS[data.reduction_type][0]
         self.lines.append(f"{t} {acc} = {init};")
         pragma = f"#pragma omp simd reduction({omp_op}:{acc})"
         if track_nan:  # OpenMP's max ignores NaN; torch's amax returns it
@@ -230,26 +253,17 @@ class CppKernel(KernelWriter):
             t = "double"  # like torch's cascade sum, keep float32 sums accurate
         if data.src_dtype == torch.bool or data.reduction_type in ("any", "all"):
             t = "int"
-        init, _, update = REDUCTIONS[data.reduction_type]
-        if data.reduction_type in ("max", "min") and t == "int":
-            init = "0" if data.reduction_type == "max" else "1"
-        if data.reduction_type in ("max", "min") and floating:  # lowest() is not -inf
-            sign = "-" if data.reduction_type == "max" else ""
-            init = sign + "std::numeric_limits<{t}>::infinity()"
+        _, update = REDUCTIONS[data.reduction_type]
         track_nan = floating and data.reduction_type in ("max", "min")
-        return t, init.format(t=t), update, track_nan
+        return t, self.overrides.start(data.reduction_type, t, floating), update, track_nan
 
     def arg_reduction_loop(self, node: SchedulerNode, acc: str):
         """argmax/argmin: the first extreme wins, and the first NaN beats everything (as torch)."""
         data = node.buffer.data
         t = self.overrides.ctype(data.src_dtype)
         better = ">" if data.reduction_type == "argmax" else "<"
-        if data.src_dtype.is_floating_point:
-            sign = "-" if better == ">" else ""
-            start_value = f"{sign}std::numeric_limits<{t}>::infinity()"
-        else:
-            start_value = f"std::numeric_limits<{t}>::{'lowest' if better == '>' else 'max'}()"
-        self.lines.append(f"{t} {acc} = {start_value};")
+        start = self.overrides.start(data.reduction_type, t, data.src_dtype.is_floating_point)
+        self.lines.append(f"{t} {acc} = {start};")
         self.lines.append(f"int64_t {acc}_index = 0;")
         flat = (
             " + ".join(f"{stride}*r{i}" for i, stride in enumerate(_strides(data.reduction_ranges)))

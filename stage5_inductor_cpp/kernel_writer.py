@@ -15,6 +15,7 @@ and stores a value, and its loop structure: C++ `for` loops, Triton blocks.
 
 import contextlib
 import functools
+import math
 import typing
 
 import torch
@@ -43,6 +44,47 @@ class OpOverrides:
     def to_dtype(cls, x, dtype: torch.dtype) -> str:
         """`x` converted to `dtype`, as torch converts it."""
         raise NotImplementedError
+
+    @classmethod
+    def constant(cls, value, dtype: torch.dtype, shape: str = "[]") -> str:
+        """`value` as a literal of `dtype`: the ladder every language climbs, each spelling
+        its rungs (`boolean`, `integer`, `nan`, ...) in its subclass. `shape`: the block a
+        Triton literal fills where a number alone would not do."""
+        if dtype == torch.bool:
+            return cls.boolean(bool(value))
+        if dtype in (torch.float16, torch.bfloat16):  # as c10::Half(double): through float
+            return cls.through_float32(cls.constant(value, torch.float32, shape), dtype, shape)
+        if not dtype.is_floating_point:
+            return cls.integer(value, dtype, shape)
+        value = cls.rounded(float(value), dtype)
+        if math.isnan(value):
+            return cls.nan(dtype)
+        if math.isinf(value):
+            return cls.infinity(dtype, negative=value < 0)
+        return cls.floating(value, dtype, shape)
+
+    @staticmethod
+    def rounded(value: float, dtype: torch.dtype) -> float:
+        """The float a literal of `dtype` stands for (a backend may round it first)."""
+        return value
+
+
+# reduction type -> the value its accumulator starts from: "lowest" and "highest" are of
+# the dtype it folds in (-inf and inf for floats), the first that any element beats.
+REDUCTION_STARTS = {
+    "sum": 0, "prod": 1, "max": "lowest", "min": "highest", "any": 0, "all": 1,
+    "argmax": "lowest", "argmin": "highest",
+}  # fmt: skip
+
+
+def start_value(reduction_type: str, dtype: torch.dtype):
+    """The number a reduction's accumulator of `dtype` starts from."""
+    start = REDUCTION_STARTS[reduction_type]
+    if start == "lowest":
+        return -math.inf if dtype.is_floating_point else torch.iinfo(dtype).min
+    if start == "highest":
+        return math.inf if dtype.is_floating_point else torch.iinfo(dtype).max
+    return start
 
 
 class Value(str):

@@ -35,7 +35,7 @@ import torch
 
 from stage5_inductor_cpp.graph_lowering import EagerOnly
 from stage5_inductor_cpp.ir import Index, result_dtype
-from stage5_inductor_cpp.kernel_writer import KernelWriter, OpOverrides, Value
+from stage5_inductor_cpp.kernel_writer import KernelWriter, OpOverrides, Value, start_value
 from stage5_inductor_cpp.scheduler import FusedKernel, SchedulerNode
 from stage5_inductor_cpp.symbolic import sizes
 
@@ -102,29 +102,41 @@ class TritonOverrides(OpOverrides):
             raise TritonUnsupported(f"no Triton type for {dtype}")
         return TL_DTYPES[dtype]
 
+    # The rungs of the shared `constant` ladder, spelled in Triton: a literal that Triton
+    # reads as this value of `dtype` beside a tensor operand (`TritonKernel.typed_operands`
+    # says where else it may stand), `tl.full` where it would not.
+    @staticmethod
+    def boolean(value: bool) -> str:
+        return "True" if value else "False"
+
     @classmethod
-    def constant(cls, value, dtype: torch.dtype, shape: str = "[]") -> str:
-        """A literal that Triton reads as this value of `dtype` beside a tensor operand
-        (`TritonKernel.typed_operands` says where else it may stand); `tl.full` where it
-        would not."""
-        if dtype == torch.bool:
-            return "True" if value else "False"
-        if dtype in (torch.float16, torch.bfloat16):  # as c10::Half(double): through float
-            text = cls.constant(value, torch.float32, shape)
-            if not text.startswith("tl.full("):
-                text = f"tl.full({shape}, {text}, tl.float32)"
-            return cls.to_dtype(text, dtype)
+    def through_float32(cls, text: str, dtype, shape: str) -> str:
+        if not text.startswith("tl.full("):
+            text = f"tl.full({shape}, {text}, tl.float32)"
+        return cls.to_dtype(text, dtype)
+
+    @classmethod
+    def integer(cls, value, dtype, shape: str) -> str:
         if dtype in NARROW_INTS:
             return f"tl.full({shape}, {value!r}, {cls.tl_dtype(dtype)})"  # a literal is wider
-        if not dtype.is_floating_point:
-            return str(int(value)) if int(value) >= 0 else f"({int(value)})"
-        value = float(value)
+        return str(int(value)) if int(value) >= 0 else f"({int(value)})"
+
+    @staticmethod
+    def rounded(value: float, dtype) -> float:
         if dtype == torch.float32:
-            value = torch.tensor(value, dtype=torch.float32).item()  # what torch would use
-        if math.isnan(value):
-            return 'float("nan")'
-        if math.isinf(value):
-            return 'float("inf")' if value > 0 else '(-float("inf"))'
+            return torch.tensor(value, dtype=torch.float32).item()  # what torch would use
+        return value
+
+    @staticmethod
+    def nan(dtype) -> str:
+        return 'float("nan")'
+
+    @staticmethod
+    def infinity(dtype, negative: bool) -> str:
+        return '(-float("inf"))' if negative else 'float("inf")'
+
+    @classmethod
+    def floating(cls, value: float, dtype, shape: str) -> str:
         if value == 0 and math.copysign(1.0, value) < 0:
             # Triton makes every literal or `tl.full` equal to 0 a +0.0 (`scalar_constant`),
             # and `-x` is `0 - x`: only -0.0's bits give -0.0, whose 1 / x is -inf.
@@ -213,28 +225,21 @@ def shortest_float32_text(value: float) -> str:
     return repr(value)
 
 
-# reduction type -> (combine function for two partial results, start value, dtype it runs in)
-# `None` as dtype: the source dtype. any/all reduce 0/1 integers, as stage 5's C++ does.
+# reduction type -> (combine function for two partial results, dtype it runs in); each
+# starts from kernel_writer's `start_value`. `None` as dtype: the source dtype. any/all
+# reduce 0/1 integers, as stage 5's C++ does.
 REDUCTIONS = {
-    "sum": ("add", 0, None),
-    "prod": ("multiply", 1, None),
-    "max": ("maximum", "lowest", None),
-    "min": ("minimum", "highest", None),
-    "any": ("maximum", 0, torch.int32),
-    "all": ("minimum", 1, torch.int32),
+    "sum": ("add", None),
+    "prod": ("multiply", None),
+    "max": ("maximum", None),
+    "min": ("minimum", None),
+    "any": ("maximum", torch.int32),
+    "all": ("minimum", torch.int32),
     # (value, index) pairs: the start value's index must lose every tie
-    "argmax": ("argmax_combine", "lowest", None),
-    "argmin": ("argmin_combine", "highest", None),
+    "argmax": ("argmax_combine", None),
+    "argmin": ("argmin_combine", None),
 }
 NO_INDEX = 2**31 - 1
-
-
-def start_value(which, dtype: torch.dtype):
-    if which == "lowest":
-        return -math.inf if dtype.is_floating_point else torch.iinfo(dtype).min
-    if which == "highest":
-        return math.inf if dtype.is_floating_point else torch.iinfo(dtype).max
-    return which
 
 
 @dataclasses.dataclass
@@ -448,7 +453,7 @@ class TritonKernel(KernelWriter):
         data = node.buffer.data
         if data.reduction_type not in REDUCTIONS:
             raise TritonUnsupported(f"{data.reduction_type} reductions")
-        combine, start, dtype = REDUCTIONS[data.reduction_type]
+        combine, dtype = REDUCTIONS[data.reduction_type]
         if data.reduction_type in ("argmax", "argmin") and data.src_dtype == torch.bool:
             dtype = torch.int32
         dtype = dtype or (torch.int32 if data.src_dtype == torch.bool else data.src_dtype)
@@ -456,7 +461,7 @@ class TritonKernel(KernelWriter):
         if data.reduction_type in ("any", "all"):
             value = self.emit(f"{value} != 0", torch.bool, value.dims)
         value = self.to_dtype(value, dtype)
-        start = self.overrides.constant(start_value(start, dtype), dtype)
+        start = self.overrides.constant(start_value(data.reduction_type, dtype), dtype)
         return value, combine, start, dtype
 
     @staticmethod
