@@ -84,7 +84,7 @@ def is_tensor(value) -> bool:
 
 
 def broadcast_shapes(*shapes) -> tuple[int, ...]:
-    """torch.broadcast_shapes without its sympy import (half a second, once per process)."""
+    """torch.broadcast_shapes without its sympy import (slow, once per process)."""
     rank = max((len(s) for s in shapes), default=0)
     result = [1] * rank
     for shape in shapes:

@@ -13,7 +13,7 @@ what eager will do:
 
 Inductor reads the same from FakeTensor propagation (`node.meta["val"]`,
 torch/fx/passes/fake_tensor_prop.py). The cost is torch's own: its Python meta
-functions import torch._dynamo and sympy on first use (a second, once per process).
+functions import torch._dynamo and sympy on first use (slowly, once per process).
 Stage 2's meta_cache.py answers what it has answered before, here as for the VM: a
 warm process compiles the graph without them.
 """

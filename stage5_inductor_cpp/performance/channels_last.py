@@ -28,7 +28,7 @@ CONVOLUTION_BACKWARDS = (torch.ops.aten.convolution_backward.default,)
 # given them channels-last, they answer channels-last. A training graph's max-pool is one
 # (it returns the indices its backward reads): fed an NCHW image, the forward wrote its
 # result and indices NCHW, and the backward, given a channels-last gradient, copied both
-# and its input to one format (three copies of ResNet-18's stem's images a step).
+# and its input to one format (copies of a ResNet's stem's images at every step).
 IMAGE_CALLS = {
     **dict.fromkeys(CONVOLUTION_BACKWARDS, 2),
     torch.ops.aten.max_pool2d_with_indices.default: 1,
@@ -60,7 +60,7 @@ def prefers_channels_last(gm: torch.fx.GraphModule, rules: Rules) -> bool:
 def conv2d_with_channels_last_weights():
     """`torch.conv2d` whose weight is in channels-last memory too, once the weight is seen
     not to change. Given an NCHW weight, oneDNN and cuDNN convert it on every call
-    (ResNet-18's convolutions spent a third of their time so on a CPU). Inductor's freezing
+    (a large part of a ResNet's convolutions' time on a CPU). Inductor's freezing
     (torch/_inductor/freezing.py) converts weights once, assuming they never change; here
     a weight is converted at a call that finds it as the last call left it (its version
     counter and memory), and its copy serves while it stays so. A weight that changes

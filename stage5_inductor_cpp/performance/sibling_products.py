@@ -180,8 +180,8 @@ class SiblingProducts:
                     raise Fallback("a bias broadcast along the product")
             out = torch.empty((), dtype=x.dtype)  # the dtype stand-in lowerings take
             # Lowerings called here, not by the graph's `lower_call`: their `Fallback` is ours
-            # to catch (a cat of more than MAX_CAT_INPUTS weights: T5's decoder has 12
-            # cross-attention products of one encoder output).
+            # to catch (a cat of more than MAX_CAT_INPUTS weights: T5's decoder has more
+            # cross-attention products of one encoder output than that).
             weight = cat(graph, out, weights, 0)
             bias = cat(graph, out, biases, 0) if biases else None
         except Fallback:

@@ -1,4 +1,4 @@
-"""Sizes that are symbols (issue 13): one kernel for every batch size.
+"""Sizes that are symbols: one kernel for every batch size.
 
 A graph traced with dynamic shapes (stage2_symbolic_vm/shapes.py) has torch `SymInt`s
 for some sizes, kept in a `ShapeEnv`. Its lowering here uses their sympy expressions
@@ -28,7 +28,7 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensor
 
 # sympy is imported by torch's symbolic shapes, only when a trace has symbols: a static
-# graph never pays for its import (half a second), so nothing here imports it first.
+# graph never pays for its slow import, so nothing here imports it first.
 
 
 class SymbolicUnsupported(Exception):

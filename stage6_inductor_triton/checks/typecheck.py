@@ -13,9 +13,9 @@ expression and needs no GPU, only a target to type for. So each kernel the inter
 launches is first put through it, for an H100, with the argument types a launch on the
 GPU would give (`mangle_type`: a tensor's pointer type, an int's width, an int equal
 to 1 made a constant): a kernel the GPU would refuse fails here, with the GPU's error.
-It costs a few tens of milliseconds per kernel, once, beside seconds of interpreting.
-The later steps (layouts, LLVM, ptxas) are not run: they type nothing, and cost about a
-second a kernel (they too run without a GPU: `triton.compile` with this target makes a
+It costs little per kernel, once, beside the interpreting.
+The later steps (layouts, LLVM, ptxas) are not run: they type nothing, and cost far more
+(they too run without a GPU: `triton.compile` with this target makes a
 cubin here).
 """
 

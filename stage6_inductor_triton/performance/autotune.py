@@ -65,7 +65,7 @@ class Config:
 def grid(xnumel: int):
     """The launch grid of a configuration: one program per XBLOCK outer elements.
     (Plain integer division: `triton.cdiv` is a `constexpr_function`, whose wrapper costs
-    microseconds on each of a model's launches.)"""
+    time on each of a model's launches.)"""
     return lambda meta: ((xnumel + meta["XBLOCK"] - 1) // meta["XBLOCK"],)
 
 
@@ -190,7 +190,7 @@ class KernelLauncher:
         # the greatest common divisor of the addresses tells in one C call. The launcher
         # gets the addresses, not the tensors: for a tensor it calls `data_ptr()` again and
         # asks the driver whether the address is device memory (`cuPointerGetAttribute`),
-        # a microsecond or more per argument per launch. Every tensor here is on the graph's
+        # for every argument of every launch. Every tensor here is on the graph's
         # device (the compiled graph's guards say so), so the question has one answer;
         # inductor's StaticCudaLauncher passes raw addresses too.
         if fast is not None:
@@ -232,8 +232,8 @@ class KernelLauncher:
 
         `kernel[grid](...)` (`JITFunction.run`) binds the arguments, works out their
         specialisation (which pointers are 16-byte aligned, which integers are 1 or
-        multiples of 16) and looks the binary up, on every launch: tens of microseconds,
-        which add up over a model's kernels. Inductor's launchers (torch/_inductor/
+        multiples of 16) and looks the binary up, on every launch: time that adds up over
+        a model's kernels. Inductor's launchers (torch/_inductor/
         runtime/triton_heuristics.py) call the binary's launcher directly, as here, after
         checking only what could change the specialisation."""
         key = config, specialisation(args)  # a kernel may see both (aligned or not, by call)

@@ -1,6 +1,6 @@
 """`mode="reduce-overhead"`: a specialisation's launches recorded once as a CUDA graph, replayed.
 
-A compiled ResNet-50 training step launches some 500 kernels and convolutions, and each
+A compiled ResNet training step launches hundreds of kernels and convolutions, and each
 launch costs the CPU microseconds of Python and driver. On a host whose CPU is slow the
 GPU waits for them: eager, torch.compile and ours were all CPU-bound there (chapter 6).
 A CUDA graph records every launch of one call, arguments and addresses included, and
