@@ -2,8 +2,8 @@
 
 torch/_inductor/runtime/triton_heuristics.py is the original (`CachingAutotuner`).
 A kernel is generated with `XBLOCK` (and `RBLOCK`) as `tl.constexpr` parameters, so
-each configuration is a separate compilation of the same source. On its first call,
-`KernelLauncher` compiles and times every configuration on the real arguments
+each configuration is a separate compilation of the same source (launcher.py). On its
+first call, a `KernelLauncher` compiles and times every configuration on the real arguments
 (`triton.testing.do_bench`), keeps the fastest, and writes it to the cache directory
 (`$MINIDYNAMO_CACHE_DIR/triton/autotune/<hash>.json`), keyed by the kernel's source,
 the configurations, the GPU and Triton's version: later calls and later processes
@@ -12,64 +12,27 @@ the buffers the kernel writes: a kernel that writes a graph input in place reads
 """
 
 import dataclasses
-import functools
-import hashlib
 import json
-import warnings
-from collections.abc import Callable
-from math import gcd
 
-import torch
 import triton
 import triton.testing
 from triton.runtime.errors import OutOfResources, PTXASError
 
 from stage1_eval_frame.logs import get_logger
-from stage3_guards.generated import AST_LOCK
 from stage5_inductor_cpp import kernel_cache
 from stage5_inductor_cpp.symbolic.sizes import hint
 
-from ..checks.typecheck import check_for_cuda, launch_types
+from .. import launcher as launcher_module
 from ..codegen_triton import KernelShape, triton_next_power_of_2
-from ..runtime import INTERPRETER_LOCK, source_dir
+from ..runtime import source_dir
 
 log = get_logger("kernels")
 
-# Compile options that keep torch's numerics on the GPU. No FMAs across ops: torch rounds
-# each op's result (3e38 * 2 - 3e38 is inf), as stage 5's -ffp-contract=off (inductor lets
-# Triton fuse unless it emulates eager's precision, `emulate_precision_casts`). And no
-# flushing of denormals to zero in libdevice's functions (fma(1e-40, 2, 0) is 2e-40).
-EAGER_NUMERICS = {"enable_fp_fusion": False, "enable_reflect_ftz": False}
-
-BEST: dict[str, "Config"] = {}  # the memory cache: key -> best configuration
+BEST: dict[str, "launcher_module.Config"] = {}  # the memory cache: key -> best configuration
 stats = {"tuned": 0, "from_disk": 0}  # what the tests count: a warm cache tunes nothing
 
 
-@dataclasses.dataclass(frozen=True)
-class Config:
-    XBLOCK: int
-    RBLOCK: int | None
-    num_warps: int
-    looped: bool = False  # launch the kernel's `_looped` variant (when a row also fits)
-
-    @functools.cached_property  # read on every launch
-    def meta(self) -> dict:
-        """The kernel's `tl.constexpr` arguments."""
-        return {"XBLOCK": self.XBLOCK} | ({"RBLOCK": self.RBLOCK} if self.RBLOCK else {})
-
-    def __str__(self) -> str:
-        items = [*self.meta.items(), ("num_warps", self.num_warps)]
-        return ", ".join(f"{k}={v}" for k, v in items) + (" (looped)" if self.looped else "")
-
-
-def grid(xnumel: int):
-    """The launch grid of a configuration: one program per XBLOCK outer elements.
-    (Plain integer division: `triton.cdiv` is a `constexpr_function`, whose wrapper costs
-    time on each of a model's launches.)"""
-    return lambda meta: ((xnumel + meta["XBLOCK"] - 1) // meta["XBLOCK"],)
-
-
-def configs_for(shape: KernelShape, has_looped: bool = False) -> list[Config]:
+def configs_for(shape: KernelShape, has_looped: bool = False) -> list:
     """The configurations to try, the usual best first (the one used when nothing is timed).
 
     (elements per program, warps): a warp is 32 threads, and 8-32 elements per thread
@@ -99,201 +62,60 @@ def configs_for(shape: KernelShape, has_looped: bool = False) -> list[Config]:
     for xblock, rblock, warps, use_looped in wanted:
         xblock = min(xblock, xcap)
         elements = xblock * (rblock or 1)
-        config = Config(xblock, rblock, max(1, min(warps, elements // 32)), use_looped)
+        config = launcher_module.Config(
+            xblock, rblock, max(1, min(warps, elements // 32)), use_looped
+        )
         if config not in configs:
             configs.append(config)
     return configs
 
 
-def specialisation(args) -> tuple:
-    """What Triton specialises a binary on, of our kernels' arguments (tensors, integers):
-    a pointer's 16-byte alignment, an integer's being 1 or a multiple of 16."""
-    return tuple(map(_specialisation, args))
-
-
-def _specialisation(arg):
-    if isinstance(arg, torch.Tensor):
-        return arg.data_ptr() % 16 == 0
-    return (arg == 1, arg % 16 == 0) if isinstance(arg, int) else arg
-
-
-def current_stream():
-    """The current CUDA stream, as a number: torch's, which Triton's driver also returns
-    (inductor's wrappers call the same `_cuda_getCurrentRawStream`, once per call)."""
-    return torch._C._cuda_getCurrentRawStream(torch._C._cuda_getDevice())
-
-
-DATA_PTR = torch.Tensor.data_ptr
-
-
-def is_tensor(arg) -> bool:
-    return isinstance(arg, torch.Tensor)
-
-
-def fast_launch(binary, config: Config):
-    """`launch(args, grid)` of a compiled binary, with as little Python per launch as we can:
-    its launcher's C `launch`, unless the binary needs scratch memory, which Triton's
-    Python `__call__` allocates (inductor's StaticCudaLauncher goes further, in C++).
-
-    The profiler's hooks are chains of functions it adds to; an empty chain is passed as
-    None, which tells the launcher to call nothing, and then no launch metadata is built
-    for them (a dict per launch, which JITFunction.run builds anyway)."""
-    launcher, function, packed = binary.run, binary.function, binary.packed_metadata
-    meta, xblock = tuple(config.meta.values()), config.XBLOCK  # the constexprs, in order
-    hooks = triton.knobs.runtime
-    # Triton 3.6's launcher: `__call__` allocates the scratch memory a binary may need,
-    # then calls `launch` with the launch flags and the scratch pointers inserted.
-    names = ("launch", "launch_cooperative_grid", "launch_pdl")
-    direct = all(hasattr(launcher, name) for name in names) and not (
-        getattr(launcher, "global_scratch_size", 1) or getattr(launcher, "profile_scratch_size", 1)
-    )
-    if direct:
-        call = launcher.launch
-        inserted = (launcher.launch_cooperative_grid, launcher.launch_pdl, None, None)
-    else:
-        call, inserted = launcher, ()
-
-    def launch(args, grid):
-        programs = grid({"XBLOCK": xblock})[0]
-        stream = current_stream()
-        enter = hooks.launch_enter_hook if hooks.launch_enter_hook.calls else None
-        leave = hooks.launch_exit_hook if hooks.launch_exit_hook.calls else None
-        bound = (*args, *meta)
-        metadata = binary.launch_metadata((programs,), stream, *bound) if enter else None
-        call(programs, 1, 1, stream, function, *inserted, packed, metadata, enter, leave, *bound)
-
-    return launch
-
-
-class KernelLauncher:
-    """`kernel.run(*args, grid=grid(xnumel))` in the wrapper: picks a configuration, launches."""
-
-    def __init__(self, name, fns, source, configs: list[Config], device: str, written=()):
-        """`fns[looped]`: the kernel (and its `_looped` variant); `device`: the GPU's name;
-        `written`: the positions of the arguments the kernel stores into."""
-        self.name, self.fns, self.configs, self.written = name, fns, configs, written
-        self.interpreted = device == "interpreter"
-        text = "\n".join([source, repr(configs), device, triton.__version__])
-        self.key = hashlib.sha256(text.encode()).hexdigest()[:32]
-        self.config: Config | None = None
-        # (config, specialisation) -> launch(args, grid) of the binary Triton compiled for it
-        self.compiled: dict[tuple[Config, tuple], Callable] = {}
-        self.fast = None  # launch(args, grid) for the chosen configuration, all aligned
-        # Interpreted: the kernels as the GPU compiles them, which Triton's front end types
-        # before the interpreter runs them (`check_types`), and the argument types typed so far.
-        self.cuda_fns: dict | None = None
-        self.typed: set = set()
-
-    def run(self, *args, grid):
-        fast = self.fast
-        # The common launch: every argument a tensor (static sizes), all 16-byte aligned;
-        # the greatest common divisor of the addresses tells in one C call. The launcher
-        # gets the addresses, not the tensors: for a tensor it calls `data_ptr()` again and
-        # asks the driver whether the address is device memory (`cuPointerGetAttribute`),
-        # for every argument of every launch. Every tensor here is on the graph's
-        # device (the compiled graph's guards say so), so the question has one answer;
-        # inductor's StaticCudaLauncher passes raw addresses too.
-        if fast is not None:
-            addresses = [*map(DATA_PTR, args)]
-            if gcd(*addresses) % 16 == 0:
-                fast(addresses, grid)
-                return
-        if self.config is None:
-            self.config = self.choose(args, grid)
-        self.launch(self.config, args, grid)
-
-    def launch(self, config: Config, args, grid):
-        kernel = self.fns[config.looped]
-        if not self.interpreted:
-            self.launch_compiled(kernel, config, args, grid)
-            return
-        if self.cuda_fns is not None and (types := launch_types(args)) not in self.typed:
-            self.check_types(args)
-            self.typed.add(types)
-        with INTERPRETER_LOCK, AST_LOCK, warnings.catch_warnings():  # one interpreter per process
-            # The interpreter's numpy warns about NaN and inf (log(0), 0/0), which are
-            # results here as in torch, also in masked-off lanes that are never stored.
-            warnings.simplefilter("ignore", RuntimeWarning)
-            kernel[grid(config.meta)](*args, **config.meta, num_warps=config.num_warps)
-
-    def check_types(self, args):
-        """Type each variant that the GPU would compile for these arguments (the tuner
-        compiles every configuration) by Triton's front end, as typecheck.py says, though
-        the interpreter runs only the first configuration."""
-        variants = {}
-        for config in self.configs:
-            variants.setdefault(config.looped, config)
-        with AST_LOCK:  # Triton parses the kernel's source (stage 3's generated.py says why)
-            for looped, config in variants.items():
-                check_for_cuda(self.cuda_fns[looped], args, config.meta, config.num_warps)
-
-    def launch_compiled(self, kernel, config: Config, args, grid):
-        """Launch the binary Triton compiled for these arguments' specialisation, directly.
-
-        `kernel[grid](...)` (`JITFunction.run`) binds the arguments, works out their
-        specialisation (which pointers are 16-byte aligned, which integers are 1 or
-        multiples of 16) and looks the binary up, on every launch: time that adds up over
-        a model's kernels. Inductor's launchers (torch/_inductor/
-        runtime/triton_heuristics.py) call the binary's launcher directly, as here, after
-        checking only what could change the specialisation."""
-        key = config, specialisation(args)  # a kernel may see both (aligned or not, by call)
-        launch = self.compiled.get(key)
-        if launch is None:
-            with AST_LOCK:  # Triton parses the kernel's source (stage 3's generated.py says why)
-                binary = kernel[grid(config.meta)](
-                    *args, **config.meta, num_warps=config.num_warps, **EAGER_NUMERICS
-                )
-            if binary is None:  # Triton returns the binary it launched
-                return
-            launch = self.compiled[key] = fast_launch(binary, config)
-        else:
-            launch(args, grid)
-        if config == self.config and all(key[1]) and all(map(is_tensor, args)):
-            self.fast = launch  # the launches to come, when the check in `run` holds
-
-    def from_disk(self, path) -> Config | None:
-        """The configuration a process chose before, or None (never tuned, or a damaged file,
-        which is tuned again and rewritten)."""
-        if not path.exists():
-            return None
-        try:
-            config = Config(**json.loads(path.read_text()))
-        except (ValueError, TypeError) as error:  # cut short, or not a configuration at all
-            problem = str(error)
-        else:
-            if config in self.configs:
-                return config
-            problem = f"{config} is not one of this kernel's configurations"
-        log.warning("the autotune cache's %s is damaged (%s): tuning again", path, problem)
+def from_disk(launcher: "launcher_module.KernelLauncher", path):
+    """The configuration a process chose before, or None (never tuned, or a damaged file,
+    which is tuned again and rewritten)."""
+    if not path.exists():
         return None
+    try:
+        config = launcher_module.Config(**json.loads(path.read_text()))
+    except (ValueError, TypeError) as error:  # cut short, or not a configuration at all
+        problem = str(error)
+    else:
+        if config in launcher.configs:
+            return config
+        problem = f"{config} is not one of this kernel's configurations"
+    log.warning("the autotune cache's %s is damaged (%s): tuning again", path, problem)
+    return None
 
-    def choose(self, args, grid) -> Config:
-        if self.interpreted or len(self.configs) == 1:
-            # The interpreter runs numpy on the CPU: timing it says nothing about a GPU.
-            return self.configs[0]
-        if self.key in BEST:
-            return BEST[self.key]
-        path = source_dir() / "autotune" / f"{self.key}.json"
-        if (remembered := self.from_disk(path)) is not None:
-            stats["from_disk"] += 1
-            BEST[self.key] = remembered
-            return remembered
-        # Timing runs the kernel a hundred times: on copies of what it writes, since a kernel
-        # that writes a graph input in place (functionalize.WriteBack) also reads it.
-        copies = [a.clone() if i in self.written else a for i, a in enumerate(args)]
-        timings = {}
-        for config in self.configs:
-            try:
-                timings[config] = triton.testing.do_bench(
-                    lambda config=config: self.launch(config, copies, grid), warmup=5, rep=40
-                )
-            except (OutOfResources, PTXASError) as error:  # too big for this GPU: not a candidate
-                log.info("autotune %s: %s does not fit: %s", self.name, config, error)
-        best = min(timings, key=timings.get)
-        report = ", ".join(f"{c}: {t * 1000:.1f} us" for c, t in timings.items())
-        log.info("autotune %s: %s -> %s", self.name, report, best)
-        stats["tuned"] += 1
-        BEST[self.key] = best
-        path.parent.mkdir(parents=True, exist_ok=True)
-        kernel_cache.write_atomically(path, json.dumps(dataclasses.asdict(best)).encode())
-        return best
+
+def choose(launcher: "launcher_module.KernelLauncher", args, grid):
+    """The configuration `launcher` keeps for good: remembered (in memory, then on disk), or
+    the fastest of its configurations on these arguments, timed now."""
+    if launcher.interpreted or len(launcher.configs) == 1:
+        # The interpreter runs numpy on the CPU: timing it says nothing about a GPU.
+        return launcher.configs[0]
+    if launcher.key in BEST:
+        return BEST[launcher.key]
+    path = source_dir() / "autotune" / f"{launcher.key}.json"
+    if (remembered := from_disk(launcher, path)) is not None:
+        stats["from_disk"] += 1
+        BEST[launcher.key] = remembered
+        return remembered
+    # Timing runs the kernel a hundred times: on copies of what it writes, since a kernel
+    # that writes a graph input in place (functionalize.WriteBack) also reads it.
+    copies = [a.clone() if i in launcher.written else a for i, a in enumerate(args)]
+    timings = {}
+    for config in launcher.configs:
+        try:
+            timings[config] = triton.testing.do_bench(
+                lambda config=config: launcher.launch(config, copies, grid), warmup=5, rep=40
+            )
+        except (OutOfResources, PTXASError) as error:  # too big for this GPU: not a candidate
+            log.info("autotune %s: %s does not fit: %s", launcher.name, config, error)
+    best = min(timings, key=timings.get)
+    report = ", ".join(f"{c}: {t * 1000:.1f} us" for c, t in timings.items())
+    log.info("autotune %s: %s -> %s", launcher.name, report, best)
+    stats["tuned"] += 1
+    BEST[launcher.key] = best
+    path.parent.mkdir(parents=True, exist_ok=True)
+    kernel_cache.write_atomically(path, json.dumps(dataclasses.asdict(best)).encode())
+    return best

@@ -40,7 +40,7 @@ import torch.utils._pytree as pytree
 
 from stage1_eval_frame.logs import get_logger
 
-from .autotune import is_tensor
+from ..launcher import is_tensor
 
 log = get_logger("kernels")
 

@@ -5,9 +5,11 @@ import json
 import pytest
 import torch
 
+from stage6_inductor_triton import launcher as launcher_module
 from stage6_inductor_triton.codegen_triton import KernelShape
+from stage6_inductor_triton.launcher import Config, KernelLauncher, grid
 from stage6_inductor_triton.performance import autotune
-from stage6_inductor_triton.performance.autotune import Config, KernelLauncher, configs_for, grid
+from stage6_inductor_triton.performance.autotune import configs_for
 from stage6_inductor_triton.runtime import source_dir
 from tests.stage5.helpers import kernel_logs
 
@@ -147,7 +149,7 @@ def test_tunes_once_then_remembers_in_memory_and_on_disk(fake_timer):
     assert launcher.config.XBLOCK == 2048 and len(calls) == len(configs)
     assert kernel.launches[-1] == (
         (512,),
-        {"XBLOCK": 2048, "num_warps": 8, **autotune.EAGER_NUMERICS},
+        {"XBLOCK": 2048, "num_warps": 8, **launcher_module.EAGER_NUMERICS},
     )
     again = KernelLauncher("k", {False: kernel}, "source", configs, "Some GPU")
     again.run("a", "b", grid=grid(2**20))
@@ -219,7 +221,7 @@ def launcher_of(binary, through_triton: list, monkeypatch) -> KernelLauncher:
         def __getitem__(self, grid):
             return lambda *args, **meta: through_triton.append(args) or binary
 
-    monkeypatch.setattr(autotune, "current_stream", lambda: "stream")
+    monkeypatch.setattr(launcher_module, "current_stream", lambda: "stream")
     config = Config(XBLOCK=1024, RBLOCK=None, num_warps=4)
     return KernelLauncher("k", {False: Kernel()}, "source", [config], "Some GPU")
 
@@ -237,7 +239,7 @@ def test_later_launches_call_the_binary_until_the_specialisation_changes(monkeyp
     launch = (1024, 1, 1, "stream", "function", "metadata", None, None, None)  # no hooks
     assert binary.runs == [(*launch, aligned, aligned, 1024), (*launch, aligned, odd, 1024)]
     # a profiler's hook is passed on, with the launch metadata it is called with
-    hooks = autotune.triton.knobs.runtime
+    hooks = launcher_module.triton.knobs.runtime
     hooks.launch_enter_hook.add(hook := lambda metadata: None)
     try:
         launcher.run(aligned, odd, grid=grid(2**20))

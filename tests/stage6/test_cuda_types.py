@@ -21,11 +21,10 @@ import stage4_fx
 from benchmarks.model_sweep import build
 from stage5_inductor_cpp.performance import channels_last
 from stage5_inductor_cpp.rules import CPU_RULES
-from stage6_inductor_triton import compile_fx
+from stage6_inductor_triton import compile_fx, launcher
 from stage6_inductor_triton.backend import GPU_RULES
 from stage6_inductor_triton.checks import typecheck
 from stage6_inductor_triton.codegen_triton import TritonOverrides, shortest_float32_text
-from stage6_inductor_triton.performance import autotune
 from tests.oracle import assert_same_as_eager
 from tests.stage5.programs import make_program
 from tests.stage6.helpers import check_lowered, compile_traced
@@ -55,7 +54,7 @@ def test_every_variant_of_an_interpreted_kernel_is_typed(monkeypatch):
     typed = []
     check = typecheck.check_for_cuda
     monkeypatch.setattr(
-        autotune, "check_for_cuda", lambda fn, *rest: typed.append(fn.__name__) or check(fn, *rest)
+        launcher, "check_for_cuda", lambda fn, *rest: typed.append(fn.__name__) or check(fn, *rest)
     )
     check_lowered(lambda a: a.softmax(-1), torch.randn(2, 2048))
     assert len(typed) == 2 and typed[1] == typed[0] + "_looped", typed
