@@ -18,6 +18,7 @@ from math import gcd
 
 import torch
 import triton
+
 from stage3_guards.generated import AST_LOCK
 
 from .checks.typecheck import check_for_cuda, launch_types
