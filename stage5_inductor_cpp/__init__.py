@@ -1,14 +1,30 @@
 """Stage 5: a torch.compile backend that turns FX graphs into fused C++/OpenMP kernels.
 
-Stage 4 hands over an FX graph; this stage lowers it to a loop-level IR
-(`Pointwise`, `Reduction`, buffers), fuses it into few kernels, writes C++,
-compiles it once per graph (cached on disk), and calls it from a generated
-Python wrapper. Read in this order: ir.py, lowering.py (+ views.py,
-decompositions.py), meta_run.py and functionalize.py (eager's answers on meta
-tensors; in-place ops made pure), graph.py (+ layouts.py, bias_addmm.py),
-scheduler.py, codegen_cpp.py, cache.py, wrapper.py, backend.py, frontend.py
-(`compile(fn)`: stage 4's frontend with this backend).
-`diagrams.py` draws the kernels before and after fusion (Mermaid, for the book).
+Stage 4 hands over an FX graph; this stage lowers it to a loop-level IR (`Pointwise`,
+`Reduction`, buffers), fuses it into few kernels, writes C++, compiles it once (cached on
+disk), and calls it from a generated Python wrapper.
+
+The core, in reading order:
+    ir.py              what is computed (`Pointwise`, `Reduction`), where it lands, `ops`
+    lowering.py        the lowering table: elementwise ops, `where`, reductions
+    graph_lowering.py  the node loop: each FX node to IR, or an extern call into torch
+    scheduler.py       fusion: which buffers share a kernel, which stay in registers
+    kernel_writer.py   the writer both backends share: IR to named temporaries
+    codegen_cpp.py     the C++ spelling: the op table, constants, loops
+    wrapper.py         the Python that allocates buffers and calls kernels
+    kernel_cache.py    g++, the library on disk, ctypes
+    backend.py         `compile_graph` (the pipeline), `CompiledGraph`, `compile_fx`
+    rules.py           the rules that differ by device (stage 6 switches the GPU's on)
+    frontend.py        `compile(fn)`: stage 4's frontend with this backend
+
+The rest, by purpose:
+    lowerings/         the breadth of ops: views, casts, composite ops, pooling, gathers
+    like_eager/        matching eager beyond values: strides, shared memory, in-place ops
+    performance/       passes for speed: matrix products, outer and split reductions, ...
+    symbolic/          sizes that are symbols: one code for every batch size
+    training/          the forward and backward graphs of a call that needs autograd
+    robustness/        the kernel cache when a crash, a full disk or another process strikes
+    tools/             the kernels before and after fusion, drawn for the book
 """
 
 import stage4_fx

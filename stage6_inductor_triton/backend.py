@@ -30,8 +30,8 @@ from stage5_inductor_cpp.wrapper import WrapperCode
 
 from .checks.typecheck import with_dtype_asserts
 from .codegen_triton import TritonUnsupported, generate_source, module_source, variants
-from .like_eager.cpu_scalars import as_caller_sees, cpu_scalars, on_device
 from .launcher import KernelLauncher, grid
+from .like_eager.cpu_scalars import as_caller_sees, cpu_scalars, on_device
 from .performance.autotune import configs_for
 from .performance.cudagraphs import CudaGraph, CudaGraphRunner, Rerun
 from .prelude import prelude_for

@@ -1,6 +1,10 @@
-"""Matching eager where a caller can see more than values: strides, shared memory, writes.
+"""Matching eager where a caller can see more than values.
 
-meta_run.py runs the graph on meta tensors for eager's answers; functionalize.py computes
-in-place ops out of place and writes inputs back; layouts.py lands outputs with eager's
-strides and memory where the program reads it.
+meta_run.py        the graph on meta tensors: eager's verdict, strides, who writes where
+functionalize.py   each in-place op's out-of-place form, and whose memory it writes
+in_place.py        the node loop's side of it: stores into memory, write-backs to inputs
+layouts.py         outputs with eager's strides; memory a program reads, as eager's
+devices.py         the kernels' device: a tensor elsewhere runs the graph in torch
+autocast.py        a call under autocast runs the graph in torch
+prelude.h          the C++ helpers that give torch's answers where C++'s differ
 """

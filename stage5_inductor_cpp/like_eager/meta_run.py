@@ -26,7 +26,7 @@ import torch
 import torch.fx
 import torch.utils._pytree as pytree
 
-from stage2_symbolic_vm import meta_cache
+from stage2_symbolic_vm.performance import meta_cache
 
 from ..lowering import EagerOnly
 from ..lowerings.arguments import by_position

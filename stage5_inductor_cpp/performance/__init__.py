@@ -1,5 +1,12 @@
 """Passes that make the kernels fast without changing what they compute.
 
-bias_addmm.py: matrix products as the GEMM library likes them; stash.py: a reduction loop
-stores a costly value for a later loop to read back.
+linear.py            `F.linear` as one product, into memory the wrapper plans
+bias_addmm.py        `mm + bias` as one `addmm`
+sibling_products.py  products of one input by several weights as one (a GPU rule)
+split_reductions.py  a reduction over much into few results in two kernels (a GPU rule)
+reuse.py             a value read twice: stored once, or computed again in each reader
+channels_last.py     images between convolutions stored channels-last
+outer_reductions.py  the C++ loops turned round: SIMD over the last outer dim
+stash.py             a reduction loop stores a costly value for a later loop to read
+memory_plan.py       the wrapper's dead buffers reused or deleted
 """

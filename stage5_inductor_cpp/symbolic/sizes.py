@@ -1,6 +1,6 @@
 """Sizes that are symbols: one kernel for every batch size.
 
-A graph traced with dynamic shapes (stage2_symbolic_vm/shapes.py) has torch `SymInt`s
+A graph traced with dynamic shapes (stage2_symbolic_vm/dynamic_shapes/shapes.py) has torch `SymInt`s
 for some sizes, kept in a `ShapeEnv`. Its lowering here uses their sympy expressions
 (`s17`, `8*s17`) wherever it would use an int: in `Layout` sizes and strides, loop
 ranges, and the coefficients of an `Index` (`8*s17*x0 + r0` is still affine in the

@@ -16,7 +16,7 @@ Drawn from the real `Scheduler`, so the picture is what the code generator gets.
 
 import torch.utils._pytree as pytree
 
-from stage2_symbolic_vm.diagrams import fence, label, node_id
+from stage2_symbolic_vm.tools.diagrams import fence, label, node_id
 
 from ..graph_lowering import GraphLowering
 from ..ir import BufferView

@@ -1,5 +1,7 @@
-"""Training graphs: the forward and backward graphs of stage 4's training/aot.py, compiled.
+"""Training graphs: a call that needs autograd runs the forward and backward graphs of
+stage 4's training/aot.py, each compiled as any graph.
 
-aten.py makes their ATen ops the torch calls the lowerings know; in_torch.py hands a
-training graph that runs in torch its inputs in the strides it was traced with.
+    autograd.py   the forward and backward graphs, compiled at the first such call
+    aten.py       their ATen ops made the torch calls the lowerings know
+    in_torch.py   a training graph run in torch gets its inputs in the traced strides
 """
