@@ -25,9 +25,9 @@ change, torch's automatic dynamic),
 draws a trace (Mermaid, for the book).
 """
 
-from .diagrams import trace_diagram
 from .errors import BREAK_KINDS, Unsupported
 from .sources import Assumption, Source
+from .tools.diagrams import trace_diagram
 from .trace import Node, Trace, replay
 from .variables import Variable
 from .vm import VMState, handled_opnames, trace

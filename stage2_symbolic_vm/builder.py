@@ -22,14 +22,7 @@ import types
 
 import torch
 
-from . import shapes
-from .builtins_table import (
-    PYTHON_MODULES,
-    BuiltinVariable,
-    PythonModuleVariable,
-    is_modeled_builtin,
-)
-from .containers import DictVariable, ListVariable, SetVariable, TupleVariable
+from .dynamic_shapes import shapes
 from .errors import Unsupported
 from .functions import (
     GRAD_MODES,
@@ -46,8 +39,15 @@ from .functions import (
     is_torch_function,
     torch_query,
 )
-from .iterators import ListIteratorVariable, SequenceIteratorVariable
-from .objects import UserClassVariable, UserObjectVariable, is_python_class
+from .python.builtins_table import (
+    PYTHON_MODULES,
+    BuiltinVariable,
+    PythonModuleVariable,
+    is_modeled_builtin,
+)
+from .python.containers import DictVariable, ListVariable, SetVariable, TupleVariable
+from .python.iterators import ListIteratorVariable, SequenceIteratorVariable
+from .python.objects import UserClassVariable, UserObjectVariable, is_python_class
 from .sources import ReducedSource, attr_of, item_of
 from .variables import (
     BoundMethodVariable,

@@ -17,9 +17,9 @@ import types
 
 import torch
 
-from .containers import DictVariable, SequenceVariable, TupleVariable
 from .errors import ObservedAttributeError, ObservedException, Unsupported
-from .objects import (
+from .python.containers import DictVariable, SequenceVariable, TupleVariable
+from .python.objects import (
     SLOT_TYPES,
     BuiltinSlotVariable,
     UserClassVariable,

@@ -21,9 +21,10 @@ import operator
 import torch
 import torch.utils._pytree as pytree
 
-from . import meta_cache, shapes
-from .containers import DictVariable, ListVariable, SequenceVariable, TupleVariable
+from .dynamic_shapes import shapes
 from .errors import ObservedException, Unsupported
+from .performance import meta_cache
+from .python.containers import DictVariable, ListVariable, SequenceVariable, TupleVariable
 from .trace import target_name
 from .variables import ConstantVariable, TensorVariable, constant_args, is_constant_value
 

@@ -78,7 +78,7 @@ class Variable:
 
     def iterate(self, tx) -> "Variable":
         """`iter(value)`: an iterator Variable over it (iterators are their own iterator)."""
-        from .iterators import ListIteratorVariable
+        from .python.iterators import ListIteratorVariable
 
         return ListIteratorVariable(self.unpack(tx))
 

@@ -27,15 +27,17 @@ import torch
 
 from stage1_eval_frame.logs import get_logger
 
-from . import builder, operators, shapes, tensor_ops
-from .building import Building
-from .builtins_table import class_of
-from .calls import Calls
-from .containers import DictVariable, SequenceVariable
-from .control_flow import ControlFlow
+from . import builder, tensor_ops
+from .dynamic_shapes import shapes
 from .errors import Location, ObservedException, Unsupported
 from .functions import SuperVariable, UserFunctionVariable, outside_inference_mode
-from .iterators import GeneratorVariable
+from .opcodes.building import Building
+from .opcodes.calls import Calls
+from .opcodes.control_flow import ControlFlow
+from .python import operators
+from .python.builtins_table import class_of
+from .python.containers import DictVariable, SequenceVariable
+from .python.iterators import GeneratorVariable
 from .side_effects import SideEffects
 from .sources import (
     AttrSource,

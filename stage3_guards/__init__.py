@@ -25,7 +25,11 @@ The rest, by purpose:
     >>> f(torch.ones(8), torch.ones(8))     # compiled; later calls hit the cache
 """
 
-from stage2_symbolic_vm.shapes import ConstraintViolationError, mark_dynamic, mark_static
+from stage2_symbolic_vm.dynamic_shapes.shapes import (
+    ConstraintViolationError,
+    mark_dynamic,
+    mark_static,
+)
 
 from .frame_cache import (
     CacheEntry,

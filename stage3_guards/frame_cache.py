@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, fields
 
 from stage1_eval_frame import SKIP, call_unhooked, skip_code
 from stage1_eval_frame.logs import get_logger
-from stage2_symbolic_vm import shapes
+from stage2_symbolic_vm.dynamic_shapes import shapes
 from stage2_symbolic_vm.errors import Unsupported
 from stage2_symbolic_vm.functions import outside_inference_mode
 from stage2_symbolic_vm.trace import Trace
@@ -47,8 +47,8 @@ class Config:
 
     recompile_limit: int = 8  # entries per code object before it runs eagerly for good
     # A size (or int argument) seen to change between two compiles is a symbol in the next
-    # one (stage2_symbolic_vm/shapes.py); with assume_static_by_default=False every size is a
-    # symbol from the first compile. `compile(dynamic=True/False)` overrides both.
+    # one (stage2_symbolic_vm/dynamic_shapes/shapes.py); with assume_static_by_default=False
+    # every size is a symbol from the first compile. `compile(dynamic=True/False)` overrides both.
     automatic_dynamic_shapes: bool = True
     assume_static_by_default: bool = True
     # An error inside the compiler that is not a named `Unsupported` is a bug of ours. A user

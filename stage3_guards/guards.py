@@ -432,7 +432,7 @@ _ORDER |= {"dict_keys": 2, "absent": 2, "module_hooks": 2, "alias": 3, "distinct
 
 def build_guards(assumptions, L: dict, G: dict, F=None, shapes=None) -> list[Guard]:
     """One guard per assumption, reading the values the trace saw from L, G and F; with
-    `shapes` (a trace's symbols, stage2_symbolic_vm/shapes.py), tensors with symbolic sizes
+    `shapes` (a trace's symbols, stage2_symbolic_vm/dynamic_shapes/shapes.py), tensors with symbolic sizes
     are matched dim by dim and the SHAPE_ENV guard comes last (dynamic_shapes/)."""
     # Imported here: those guards are made of this file's Guard, Check and Names.
     from .dynamic_shapes.shape_guards import shape_env_guard, symbolic_tensor_match

@@ -38,7 +38,7 @@ from bytecode import Bytecode, Instr
 import stage2_symbolic_vm.vm as vm
 from stage1_eval_frame import call_unhooked, skip_code
 from stage1_eval_frame.logs import get_logger
-from stage2_symbolic_vm import shapes
+from stage2_symbolic_vm.dynamic_shapes import shapes
 from stage2_symbolic_vm.errors import CannotReconstruct, Unsupported
 from stage2_symbolic_vm.sources import LocalSource
 from stage2_symbolic_vm.trace import Trace

@@ -22,7 +22,7 @@ import dis
 from bytecode import FreeVar, Instr, Label
 
 from stage2_symbolic_vm import variables
-from stage2_symbolic_vm.iterators import IteratorVariable
+from stage2_symbolic_vm.python.iterators import IteratorVariable
 from stage2_symbolic_vm.variables import NullVariable
 
 from .bytecode_writer import (

@@ -40,7 +40,7 @@ class CapturedGraph:
     sources: list[Source]
     outputs: list[Node]
     examples: list = None
-    shapes: object = None  # the trace's symbols (stage2_symbolic_vm/shapes.py)
+    shapes: object = None  # the trace's symbols (stage2_symbolic_vm/dynamic_shapes/shapes.py)
 
     @property
     def op_count(self) -> int:

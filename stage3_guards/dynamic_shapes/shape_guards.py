@@ -72,7 +72,7 @@ def shape_env_guard(shapes) -> Guard | None:
         return None
     from torch.fx.experimental.symbolic_shapes import eval_is_non_overlapping_and_dense
 
-    from stage2_symbolic_vm.shapes import torch_source
+    from stage2_symbolic_vm.dynamic_shapes.shapes import torch_source
 
     shapes.check_marked()  # every specialisation was checked where it happened; once more
     placeholders = [value for _, value in shapes.tracked]

@@ -12,7 +12,7 @@ objects, so the pictures cannot drift from what the code does.
 
 import torch.fx
 
-from stage2_symbolic_vm.diagrams import assignment, fence, label, node_id
+from stage2_symbolic_vm.tools.diagrams import assignment, fence, label, node_id
 from stage2_symbolic_vm.trace import format_argument, target_name
 
 from ..breaks import GraphBreak

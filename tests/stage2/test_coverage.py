@@ -3,7 +3,7 @@
 from hypothesis import given, settings
 
 from stage2_symbolic_vm import handled_opnames
-from stage2_symbolic_vm.coverage import reachable_opnames, report
+from stage2_symbolic_vm.tools.coverage import reachable_opnames, report
 
 from .opcode_examples import EXAMPLES
 from .programs import programs

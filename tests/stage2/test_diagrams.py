@@ -3,7 +3,7 @@
 import torch
 
 from stage2_symbolic_vm import trace
-from stage2_symbolic_vm.diagrams import assignment, label, node_id, trace_diagram
+from stage2_symbolic_vm.tools.diagrams import assignment, label, node_id, trace_diagram
 
 
 def test_label_escapes_what_mermaid_would_parse():

@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from stage2_symbolic_vm import meta_cache
+from stage2_symbolic_vm.performance import meta_cache
 
 
 @pytest.fixture(autouse=True)

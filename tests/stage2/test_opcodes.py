@@ -11,7 +11,7 @@ import types
 import pytest
 
 from stage2_symbolic_vm import Unsupported, handled_opnames, replay, trace
-from stage2_symbolic_vm.coverage import reachable_opnames
+from stage2_symbolic_vm.tools.coverage import reachable_opnames
 from tests.oracle import assert_same_as_eager
 
 from .opcode_examples import EXAMPLES, X

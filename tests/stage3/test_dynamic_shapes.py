@@ -1,6 +1,6 @@
 """Dynamic shapes in the JIT: a size seen to change becomes a symbol, guarded by relations.
 
-Each test states one rule of stage2_symbolic_vm/shapes.py and stage 3's guards
+Each test states one rule of stage2_symbolic_vm/dynamic_shapes/shapes.py and stage 3's guards
 (torch's automatic dynamic): the first compile is static, a size that changes
 makes one more compile with that dim symbolic, sizes 0 and 1 stay static, int
 arguments become symbols the same way, `mark_dynamic` / `mark_static` and the

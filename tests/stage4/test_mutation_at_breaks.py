@@ -284,8 +284,8 @@ def test_fullgraph_raises_at_the_recompile_limit(monkeypatch):
 def test_an_exception_the_vm_predicts_wrongly_is_a_divergence(monkeypatch):
     """Outside fullgraph the frame runs eagerly where the VM says it raises; if eager does not
     raise, the VM was wrong: strict mode raises, otherwise a warning, and it is counted."""
-    from stage2_symbolic_vm import builtins_table
     from stage2_symbolic_vm.errors import ObservedException
+    from stage2_symbolic_vm.python import builtins_table
 
     def wrong_len(tx, value):
         raise ObservedException(TypeError("a wrong model of len()"))

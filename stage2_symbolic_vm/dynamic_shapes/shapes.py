@@ -33,10 +33,10 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .containers import SequenceVariable, TupleVariable
-from .errors import Unsupported
-from .sources import ItemSource, LocalSource, SizeSource, Source
-from .variables import BoundMethodVariable, ConstantVariable, Variable
+from ..errors import Unsupported
+from ..python.containers import SequenceVariable, TupleVariable
+from ..sources import ItemSource, LocalSource, SizeSource, Source
+from ..variables import BoundMethodVariable, ConstantVariable, Variable
 
 # torch.compile's own marks (torch._dynamo.mark_dynamic / mark_static write these): ours too.
 DYNAMIC_MARK = "_dynamo_dynamic_indices"

@@ -10,7 +10,7 @@ import dis
 import sys
 import types
 
-from .vm import handled_opnames, real_opnames
+from ..vm import handled_opnames, real_opnames
 
 # Instructions after which control never falls through to the next one.
 NO_FALLTHROUGH = {"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE", "JUMP_FORWARD"}

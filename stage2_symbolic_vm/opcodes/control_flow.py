@@ -10,12 +10,12 @@ own `except`/`finally`, as CPython does.
 
 import sys
 
-from . import operators
-from .builtins_table import class_of
-from .containers import ListVariable, is_none
-from .errors import ObservedException, Unsupported
-from .sources import BuiltinSource
-from .variables import UNKNOWN, ConstantVariable, ExceptionVariable, as_exception
+from ..errors import ObservedException, Unsupported
+from ..python import operators
+from ..python.builtins_table import class_of
+from ..python.containers import ListVariable, is_none
+from ..sources import BuiltinSource
+from ..variables import UNKNOWN, ConstantVariable, ExceptionVariable, as_exception
 
 PY312 = sys.version_info >= (3, 12)
 PY313 = sys.version_info >= (3, 13)

@@ -19,6 +19,20 @@ import types
 
 import torch
 
+from ..dynamic_shapes.shapes import SymNodeVariable
+from ..errors import ObservedAttributeError, ObservedException, Unsupported
+from ..functions import PartialVariable, SuperVariable, UserFunctionVariable
+from ..sources import attr_of
+from ..variables import (
+    UNKNOWN,
+    BoundMethodVariable,
+    ConstantVariable,
+    ExceptionVariable,
+    ObjectVariable,
+    TensorVariable,
+    Variable,
+    constant_args,
+)
 from .containers import (
     DictVariable,
     ListVariable,
@@ -29,8 +43,6 @@ from .containers import (
     new_dict,
     stand_in,
 )
-from .errors import ObservedAttributeError, ObservedException, Unsupported
-from .functions import PartialVariable, SuperVariable, UserFunctionVariable
 from .iterators import (
     ITERTOOLS,
     CallableIteratorVariable,
@@ -52,18 +64,6 @@ from .operators import (
     is_same,
     sort_order,
     unary_op,
-)
-from .shapes import SymNodeVariable
-from .sources import attr_of
-from .variables import (
-    UNKNOWN,
-    BoundMethodVariable,
-    ConstantVariable,
-    ExceptionVariable,
-    ObjectVariable,
-    TensorVariable,
-    Variable,
-    constant_args,
 )
 
 # Builtins that are pure functions of constants: folded when every argument is a constant.

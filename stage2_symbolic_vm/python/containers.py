@@ -24,10 +24,10 @@ import inspect
 import operator
 import sys
 
-from .errors import ObservedException, Unsupported
-from .side_effects import replay_changes
-from .sources import attr_of
-from .variables import UNKNOWN, ConstantVariable, TensorVariable, Variable
+from ..errors import ObservedException, Unsupported
+from ..side_effects import replay_changes
+from ..sources import attr_of
+from ..variables import UNKNOWN, ConstantVariable, TensorVariable, Variable
 
 
 def unhashable(kind: type) -> ObservedException:

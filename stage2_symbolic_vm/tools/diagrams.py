@@ -10,7 +10,7 @@ graph breaks with the same helpers, stage 5 fused kernels.
 
 import re
 
-from .trace import Node, Trace, format_argument, map_nodes
+from ..trace import Node, Trace, format_argument, map_nodes
 
 # Mermaid reads these inside a quoted label: `"` ends it, `<`/`>`/`&` are HTML, a backtick
 # right after the quote starts a markdown label, and `#name;` is Mermaid's own entity syntax.

@@ -8,9 +8,9 @@ and 3.13's MAKE_FUNCTION makes a bare function that SET_FUNCTION_ATTRIBUTE compl
 What a call then does is `InstructionTranslator.call`.
 """
 
+from ..functions import UserFunctionVariable
+from ..variables import NULL, Variable
 from .control_flow import PY313
-from .functions import UserFunctionVariable
-from .variables import NULL, Variable
 
 
 class Calls:

@@ -24,6 +24,9 @@ import collections
 import operator
 import types
 
+from ..dynamic_shapes.shapes import SymNodeVariable, has_symbols
+from ..errors import ObservedException, Unsupported
+from ..variables import UNKNOWN, ConstantVariable, TensorVariable
 from .containers import (
     DictVariable,
     DictViewVariable,
@@ -36,10 +39,7 @@ from .containers import (
     set_key,
     stand_in,
 )
-from .errors import ObservedException, Unsupported
 from .objects import UserObjectVariable, class_lookup, is_python_class
-from .shapes import SymNodeVariable, has_symbols
-from .variables import UNKNOWN, ConstantVariable, TensorVariable
 
 # Operator opcodes as data (byterun and Dynamo do the same): the argrepr names the operator.
 BINARY_OPS = {

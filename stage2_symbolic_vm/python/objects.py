@@ -24,11 +24,10 @@ import collections
 import inspect
 import types
 
-from .containers import DictVariable, TupleVariable
-from .errors import CannotReconstruct, ObservedAttributeError, ObservedException, Unsupported
-from .side_effects import DELETED, DICT_BASES, is_slot
-from .sources import DictItemSource, attr_of, item_of
-from .variables import (
+from ..errors import CannotReconstruct, ObservedAttributeError, ObservedException, Unsupported
+from ..side_effects import DELETED, DICT_BASES, is_slot
+from ..sources import DictItemSource, attr_of, item_of
+from ..variables import (
     UNKNOWN,
     BoundMethodVariable,
     ConstantVariable,
@@ -37,6 +36,7 @@ from .variables import (
     Variable,
     constant_args,
 )
+from .containers import DictVariable, TupleVariable
 
 # A user class may derive from a builtin dict kind (side_effects.DICT_BASES) and still be made
 # in the trace: its items are kept in a DictVariable beside its attributes.

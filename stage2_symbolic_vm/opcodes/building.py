@@ -6,10 +6,10 @@ their own because they only assemble Variables the stack already holds: `[a, *b]
 filled one LIST_APPEND / MAP_ADD / SET_ADD at a time by a comprehension.
 """
 
-from .containers import DictVariable, ListVariable, SetVariable, TupleVariable
-from .errors import ObservedException, Unsupported
-from .objects import UserObjectVariable
-from .variables import ConstantVariable, TensorVariable
+from ..errors import ObservedException, Unsupported
+from ..python.containers import DictVariable, ListVariable, SetVariable, TupleVariable
+from ..python.objects import UserObjectVariable
+from ..variables import ConstantVariable, TensorVariable
 
 
 class Building:

@@ -22,16 +22,16 @@ import itertools
 import operator
 import types
 
+from ..errors import CannotReconstruct, ObservedException
+from ..variables import BoundMethodVariable, ConstantVariable, Variable
 from .containers import (
     DictVariable,
     DictViewVariable,
     SequenceVariable,
     TupleVariable,
 )
-from .errors import CannotReconstruct, ObservedException
 from .objects import UserObjectVariable, class_lookup
 from .operators import binary_op, equal
-from .variables import BoundMethodVariable, ConstantVariable, Variable
 
 END = object()  # what `next(iterator, END)` gives at the end
 

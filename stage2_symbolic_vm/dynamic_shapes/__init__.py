@@ -1,0 +1,1 @@
+"""Dynamic shapes: sizes that are symbols, for the inputs whose sizes change (`shapes.py`)."""
