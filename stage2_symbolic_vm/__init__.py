@@ -27,10 +27,11 @@ draws a trace (Mermaid, for the book).
 
 from .errors import BREAK_KINDS, Unsupported
 from .sources import Assumption, Source
+from .tools.coverage import handled_opnames
 from .tools.diagrams import trace_diagram
 from .trace import Node, Trace, replay
 from .variables import Variable
-from .vm import VMState, handled_opnames, trace
+from .vm import VMState, trace
 
 __all__ = [
     "BREAK_KINDS",

@@ -7,6 +7,10 @@ identity, a function its code. Constants are assumed only when their value is
 used (ConstantVariable.as_python_constant). torch/_dynamo/variables/builder.py
 (VariableBuilder) does the same, with many more cases.
 
+What each kind of value becomes is one table, WRAPPERS: a test and a maker per
+kind, tried in order. The kinds a small model needs are made here; the makers
+of the rest live with their Variables, in the subpackages.
+
 An assumption may only be about something that existed before the call (a
 guard runs before the next call, on that call's values): so a function is
 recognised by its code, not by its identity (a lambda passed to a resume
@@ -16,7 +20,6 @@ A value with no source (found inside something made during the trace) is
 wrapped without any assumption.
 """
 
-import collections
 import functools
 import types
 
@@ -25,42 +28,25 @@ import torch
 from .dynamic_shapes import shapes
 from .errors import Unsupported
 from .functions import (
-    GRAD_MODES,
-    TORCH_CONSTANT_CLASSES,
-    TORCH_MODULES,
-    AutogradFunctionVariable,
-    ConstantResultVariable,
-    GradModeClassVariable,
-    GradModeVariable,
     NNModuleVariable,
-    PartialVariable,
     TorchVariable,
     UserFunctionVariable,
     is_torch_function,
-    torch_query,
+    is_torch_object,
 )
+from .python import callables, containers, iterators, objects
 from .python.builtins_table import (
     PYTHON_MODULES,
     BuiltinVariable,
     PythonModuleVariable,
     is_modeled_builtin,
 )
-from .python.containers import DictVariable, ListVariable, SetVariable, TupleVariable
-from .python.iterators import ListIteratorVariable, SequenceIteratorVariable
-from .python.objects import UserClassVariable, UserObjectVariable, is_python_class
-from .sources import ReducedSource, attr_of, item_of
-from .variables import (
-    BoundMethodVariable,
-    ConstantVariable,
-    LazyVariable,
-    ObjectVariable,
-    TensorVariable,
-    compared_by_identity,
-    is_constant_value,
-)
-
-DICT_TYPES = (dict, collections.OrderedDict, collections.defaultdict, types.MappingProxyType)
-LIST_ITERATORS = (type(iter([])), type(reversed([])))
+from .python.containers import ListVariable, TupleVariable
+from .sources import attr_of, item_of
+from .torch_api import grad_modes
+from .torch_api.autograd_function import AutogradFunctionVariable
+from .torch_api.queries import ConstantResultVariable, torch_query
+from .variables import ConstantVariable, LazyVariable, TensorVariable, is_constant_value
 
 
 def wrap(tx, value, source):
@@ -83,8 +69,8 @@ def wrap(tx, value, source):
 
 # The objects whose identity a program can observe: it changes them in place, or a change
 # through one path must show through another. Tuples, strings and numbers cannot change;
-# functions and classes are guarded by what they are.
-MUTABLE_TYPES = (list, set, *DICT_TYPES[:-1], *LIST_ITERATORS)  # not a read-only mappingproxy
+# functions and classes are guarded by what they are; a mappingproxy is read-only.
+MUTABLE_TYPES = (list, set, *containers.DICT_TYPES[:-1], *iterators.LIST_ITERATORS)
 
 
 def has_identity(value) -> bool:
@@ -92,157 +78,52 @@ def has_identity(value) -> bool:
         return True
     if isinstance(value, (type, tuple)) or is_constant_value(value):  # a namedtuple, an enum
         return False
-    return is_python_class(type(value))
+    return objects.is_python_class(type(value))
 
 
 def wrap_new(tx, value, source):
-    trace = tx.trace
+    """A new Variable for `value`, made by the first entry of WRAPPERS that knows its kind."""
+    make = next(make for is_kind, make in WRAPPERS if is_kind(value))
+    return make(tx, value, source)
 
-    def assume(kind):
-        if source is not None:
-            trace.assume(kind, source)
 
-    def item(v, key):
-        return LazyVariable(v, item_of(source, key))
+def assume(tx, kind, source):
+    if source is not None:  # a value made in the trace: nothing to assume about it
+        tx.trace.assume(kind, source)
 
-    if isinstance(value, torch.Tensor):
-        if source is None:
-            raise Unsupported("unsupported_value", "a tensor the frame cannot reach again")
-        return wrap_tensor(tx, value, source)
-    if type(value) is int and source is not None:  # an int argument may be a symbol
+
+def wrap_tensor(tx, value, source):
+    """An input tensor: an `input` node whose meta tensor copies shape, strides and dtype
+    (a FakeTensor, with symbols for its dynamic sizes, in a trace with symbols: shapes.py)."""
+    if source is None:
+        raise Unsupported("unsupported_value", "a tensor the frame cannot reach again")
+    tx.trace.assume("tensor", source)
+    meta = tx.trace.shapes.fake_input(tx, value, source)
+    if meta is None:
+        meta = torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device="meta")
+        meta.requires_grad_(value.requires_grad)
+    node = tx.trace.add_node("input", None, source=source, meta=meta, lineno=tx.lineno)
+    return TensorVariable(node, meta, value.device, source=source, type_=type(value))
+
+
+def wrap_constant(tx, value, source):
+    """An int, a float, a string, a dtype, a tuple of them...: assumed about when used. An int
+    the frame received may be a symbol instead (dynamic_shapes/shapes.py)."""
+    if type(value) is int and source is not None:
         symbolic = tx.trace.shapes.symbolic_int(tx, value, source)
         if symbolic is not None:
             return symbolic
-    if type(value) is tuple and source is not None and holds_int_argument(value, source):
-        # item by item, as torch wraps every tuple: `f(x, (b, 1))` and `x.view(*shape)` make
-        # `b` a symbol (`L['shape'][0]`) when it changes, not a new constant tuple each time
-        assume("type")
-        assume("length")
-        return TupleVariable([tx.read(item(v, i)) for i, v in enumerate(value)], source)
-    if is_constant_value(value):
-        return ConstantVariable(value, source, trace if source is not None else None)
-    if type(value) in (list, tuple):
-        assume("type")
-        assume("length")
-        items = [tx.read(item(v, i)) for i, v in enumerate(value)]
-        return (ListVariable if type(value) is list else TupleVariable)(items, source)
-    if isinstance(value, tuple) and hasattr(type(value), "_fields"):  # a namedtuple
-        assume("type")
-        items = [tx.read(item(v, i)) for i, v in enumerate(value)]
-        return TupleVariable(items, source, tuple_type=type(value))
-    if type(value) in LIST_ITERATORS and source is not None:
-        return wrap_list_iterator(tx, value, source)
-    if type(value) in DICT_TYPES:
-        if not all(is_constant_value(k) for k in value):
-            raise Unsupported(
-                "unsupported_value", f"{_where(source)} has keys that are not constants"
-            )
-        assume("type")
-        assume("dict_keys")
-        factory = getattr(value, "default_factory", None)
-        factory_var = None
-        if factory is not None:
-            factory_var = tx.read(LazyVariable(factory, attr_of(source, "default_factory")))
-        items = {k: item(v, k) for k, v in value.items()}  # read (and assumed about) when used
-        if source is None:
-            items = {k: tx.read(v) for k, v in items.items()}
-        return DictVariable(items, source, type(value), factory_var)
-    if type(value) in (set, frozenset):
-        # dataclasses' `_ATOMIC_TYPES` is a frozenset of classes: items equal only to
-        # themselves (classes, functions) are guarded by the set's `==` as well as constants
-        if not all(is_constant_value(v) or compared_by_identity(v) for v in value):
-            raise Unsupported("unsupported_value", f"{_where(source)} holds items with own __eq__")
-        assume("constant")
-        return SetVariable([wrap(tx, v, None) for v in value], source, type(value))
-    if isinstance(value, type) and value in GRAD_MODES:
-        assume("id")
-        return GradModeClassVariable(value, source)
-    if GRAD_MODES.get(type(value)) is not None:  # a `torch.no_grad()` made before the call
-        assume("type")
-        return GradModeVariable(type(value), GRAD_MODES[type(value)], source)
-    if isinstance(value, functools._lru_cache_wrapper) and isinstance(
-        value.__wrapped__, types.FunctionType
-    ):  # torch/_dynamo does the same (and warns): the function is traced, its cache skipped,
-        # which gives the cache's answer for the pure functions lru_cache is meant for
-        assume("type")
-        return wrap(tx, value.__wrapped__, attr_of(source, "__wrapped__"))
-    if isinstance(value, types.FunctionType) and getattr(value, ConstantResultVariable.MARK, 0):
-        assume("id")
-        return ConstantResultVariable(value, source)
-    if isinstance(value, types.FunctionType) and (
-        is_torch_function(value) or torch_query(value) is not None
-    ):  # `F.leaky_relu` is recorded, `torch.manual_seed` answered (or refused): not inlined
-        assume("id")
-        return TorchVariable(value, source)
-    if isinstance(value, types.FunctionType) and is_modeled_builtin(value):
-        assume("id")  # a Python function of the standard library the VM models (signature)
-        return BuiltinVariable(value, source)
-    if isinstance(value, types.FunctionType):
-        assume("function")  # the code, not the object: see the module docstring
-        return UserFunctionVariable.from_function(tx, value, source)
-    if isinstance(value, types.MethodType):
-        assume("type")
-        function = wrap(tx, value.__func__, attr_of(source, "__func__"))
-        return function.bound_to(wrap(tx, value.__self__, attr_of(source, "__self__")))
-    if isinstance(value, types.BuiltinMethodType) and is_method_of_self(value):
-        # `xs.append`, `dict.fromkeys`: a method of an object, by its object and name
-        assume("type")
-        if source is not None:
-            trace.assume("constant", attr_of(source, "__name__"))
-        return BoundMethodVariable(
-            wrap(tx, value.__self__, attr_of(source, "__self__")), value.__name__
-        )
-    if isinstance(value, functools.partial):
-        assume("type")
-        fn = wrap(tx, value.func, attr_of(source, "func"))
-        args = wrap(tx, value.args, attr_of(source, "args")).unpack(tx)
-        keywords = wrap(tx, value.keywords, attr_of(source, "keywords"))
-        kwargs = {k: keywords.value(tx, k) for k in list(keywords.items)}
-        return PartialVariable(fn, args, kwargs, source)
-    if isinstance(value, torch.nn.Module):
-        assume("id")
-        return NNModuleVariable(value, source)
-    if not isinstance(value, type) and is_python_class(type(value)):
-        assume("type")  # an instance of a user class: its type and the attributes read
-        cls_var = wrap(tx, type(value), attr_of(source, "__class__"))
-        return UserObjectVariable(value, cls_var, source, trace if source is not None else None)
-    if not (isinstance(value, (types.ModuleType, type)) or callable(value)):
-        # Any other object (a NumPy array, a C library's object): its type, and its identity
-        # only where the code compares it with `is` (ObjectVariable.identity assumes it then).
-        assume("type")
-        return ObjectVariable(value, source, trace if source is not None else None)
-    assume("id")  # a module, a class, a function of a library: this very object
-    if any(value is m for m in TORCH_MODULES) or is_torch_function(value):
-        return TorchVariable(value, source)
-    if torch_query(value) is not None:  # `torch._C._get_tracing_state`
-        return TorchVariable(value, source)
-    if any(value is c for c in TORCH_CONSTANT_CLASSES):
-        return TorchVariable(value, source)
-    if any(value is m for m in PYTHON_MODULES):
-        return PythonModuleVariable(value, source)
-    if is_modeled_builtin(value):
-        return BuiltinVariable(value, source)
-    if is_python_class(value) and issubclass(value, torch.autograd.Function):
-        return AutogradFunctionVariable(value, source)
-    if is_python_class(value):
-        return UserClassVariable(value, source)
-    return ObjectVariable(value, source, trace if source is not None else None)
+    return ConstantVariable(value, source, tx.trace if source is not None else None)
 
 
-def wrap_list_iterator(tx, value, source):
-    """`iter(xs)` or `reversed(xs)` from outside (a loop's iterator that a resume function
-    receives): an iterator over the very list, at its position, both read through what
-    CPython pickles it as. It reads the list as it steps, so the items the rest of the loop
-    appends are reached, and the real iterator is moved as the trace moved it."""
-    tx.trace.assume("type", source)
-    _, (sequence,), *position = value.__reduce__()
-    if not position:  # exhausted: it holds no list any more
-        tx.trace.assume("length", ReducedSource(source, (1, 0)))
-        return ListIteratorVariable([])
-    items = tx.read(LazyVariable(sequence, ReducedSource(source, (1, 0))))
-    tx.trace.assume("constant", ReducedSource(source, (2,)))
-    backwards = type(value) is LIST_ITERATORS[1]
-    return SequenceIteratorVariable(items, backwards, position[0], source)
+def wrap_tuple(tx, value, source):
+    """A tuple of constants is one constant, unless the frame received it with an int in it:
+    it is wrapped item by item, as torch wraps every tuple, so that `f(x, (b, 1))` and
+    `x.view(*shape)` make `b` a symbol (`L['shape'][0]`) when it changes, not a new constant
+    tuple each time."""
+    if is_constant_value(value) and not (source is not None and holds_int_argument(value, source)):
+        return wrap_constant(tx, value, source)
+    return wrap_sequence(tx, value, source)
 
 
 def holds_int_argument(value: tuple, source) -> bool:
@@ -254,26 +135,96 @@ def holds_int_argument(value: tuple, source) -> bool:
     return any(type(v) is int for v in value) or any(holds_int_argument(v, source) for v in inner)
 
 
-def is_method_of_self(value) -> bool:
-    """A C method bound to its object (`xs.append`), not a C function whose `__self__` is a
-    module (`math.sqrt`) or pybind11's record of it (`torch._C._get_tracing_state`)."""
-    owner = value.__self__
-    if isinstance(owner, (types.ModuleType, type(None))):
-        return False
-    return isinstance(owner, type) or hasattr(type(owner), value.__name__)
+def wrap_sequence(tx, value, source):
+    """A list or a tuple: its type and length, and each item."""
+    assume(tx, "type", source)
+    assume(tx, "length", source)
+    items = wrap_items(tx, value, source)
+    return ListVariable(items, source) if type(value) is list else TupleVariable(items, source)
 
 
-def _where(source) -> str:
-    return source.describe() if source is not None else "a value"
+def wrap_namedtuple(tx, value, source):
+    """A namedtuple: its type (which fixes its length), and each item."""
+    assume(tx, "type", source)
+    return TupleVariable(wrap_items(tx, value, source), source, tuple_type=type(value))
 
 
-def wrap_tensor(tx, value, source):
-    """An input tensor: an `input` node whose meta tensor copies shape, strides and dtype
-    (a FakeTensor, with symbols for its dynamic sizes, in a trace with symbols: shapes.py)."""
-    tx.trace.assume("tensor", source)
-    meta = tx.trace.shapes.fake_input(tx, value, source)
-    if meta is None:
-        meta = torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device="meta")
-        meta.requires_grad_(value.requires_grad)
-    node = tx.trace.add_node("input", None, source=source, meta=meta, lineno=tx.lineno)
-    return TensorVariable(node, meta, value.device, source=source, type_=type(value))
+def wrap_items(tx, value, source) -> list:
+    return [tx.read(LazyVariable(v, item_of(source, i))) for i, v in enumerate(value)]
+
+
+def wrap_function(tx, value, source):
+    """A Python function, inlined when called and recognised by its code (see the module
+    docstring); torch's (`F.leaky_relu`, recorded), the standard library's the VM models
+    (`inspect.signature`) and the ones marked constant are recognised by identity."""
+    if getattr(value, ConstantResultVariable.MARK, 0):
+        kind = ConstantResultVariable
+    elif is_torch_function(value) or torch_query(value) is not None:
+        kind = TorchVariable
+    elif is_modeled_builtin(value):
+        kind = BuiltinVariable
+    else:
+        assume(tx, "function", source)
+        return UserFunctionVariable.from_function(tx, value, source)
+    assume(tx, "id", source)
+    return kind(value, source)
+
+
+def wrap_method(tx, value, source):
+    """A bound method: its function and its object, each wrapped (and guarded) on its own."""
+    assume(tx, "type", source)
+    function = wrap(tx, value.__func__, attr_of(source, "__func__"))
+    return function.bound_to(wrap(tx, value.__self__, attr_of(source, "__self__")))
+
+
+def wrap_module(tx, value, source):
+    assume(tx, "id", source)
+    return NNModuleVariable(value, source)
+
+
+def wrap_other(tx, value, source):
+    """A module, a class, a library's function: this very object, and its kind in BY_IDENTITY.
+    Any other object (a NumPy array, a C library's object): its type, and its identity only
+    where the code compares it with `is` (ObjectVariable.identity assumes it then)."""
+    trace = tx.trace if source is not None else None
+    if not (isinstance(value, (types.ModuleType, type)) or callable(value)):
+        assume(tx, "type", source)
+        return objects.ObjectVariable(value, source, trace)
+    assume(tx, "id", source)
+    kind = next((kind for is_kind, kind in BY_IDENTITY if is_kind(value)), None)
+    return kind(value, source) if kind else objects.ObjectVariable(value, source, trace)
+
+
+def is_autograd_function(value) -> bool:
+    return objects.is_python_class(value) and issubclass(value, torch.autograd.Function)
+
+
+# What a module, a class or a library's function is, by identity, in order.
+BY_IDENTITY = (
+    (is_torch_object, TorchVariable),  # torch, torch.nn.functional, torch.sin, torch.Size
+    (lambda v: any(v is m for m in PYTHON_MODULES), PythonModuleVariable),  # math, itertools
+    (is_modeled_builtin, BuiltinVariable),  # len, isinstance, dict
+    (is_autograd_function, AutogradFunctionVariable),
+    (objects.is_python_class, objects.UserClassVariable),
+)
+
+# What each kind of outside value becomes, in order: the first test that holds wraps it.
+WRAPPERS = (
+    (lambda v: isinstance(v, torch.Tensor), wrap_tensor),
+    (lambda v: type(v) is tuple, wrap_tuple),  # before constants: an int in it may be a symbol
+    (is_constant_value, wrap_constant),  # int, str, dtype, an enum, a tuple of constants
+    (lambda v: type(v) is list, wrap_sequence),
+    (lambda v: isinstance(v, tuple) and hasattr(type(v), "_fields"), wrap_namedtuple),
+    (lambda v: type(v) in iterators.LIST_ITERATORS, iterators.wrap_list_iterator),
+    (lambda v: type(v) in containers.DICT_TYPES, containers.wrap_dict),
+    (lambda v: type(v) in (set, frozenset), containers.wrap_set),
+    (grad_modes.is_grad_mode, grad_modes.wrap_grad_mode),  # torch.no_grad, torch.no_grad()
+    (callables.is_cached_function, callables.wrap_cached_function),  # functools.lru_cache
+    (lambda v: isinstance(v, types.FunctionType), wrap_function),
+    (lambda v: isinstance(v, types.MethodType), wrap_method),
+    (callables.is_method_of_self, callables.wrap_method_of_self),  # xs.append
+    (lambda v: isinstance(v, functools.partial), callables.wrap_partial),
+    (lambda v: isinstance(v, torch.nn.Module), wrap_module),
+    (objects.is_user_object, objects.wrap_user_object),  # an instance of a class in Python
+    (lambda v: True, wrap_other),
+)

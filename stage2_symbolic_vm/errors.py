@@ -40,7 +40,7 @@ BREAK_KINDS = {
     "unsupported_opcode": BreakKind(
         "a bytecode instruction the VM has no handler for (`with` blocks, a `class` statement "
         "inside the function, ...)",
-        "see `python -m stage2_symbolic_vm.coverage`; adding a handler is one method",
+        "see `python -m stage2_symbolic_vm.tools.coverage`; adding a handler is one method",
     ),
     "unsupported_mutation": BreakKind(
         "a change the new code cannot write back after the graph (a module's parameter or "

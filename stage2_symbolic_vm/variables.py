@@ -24,7 +24,6 @@ import types
 import torch
 
 from .errors import CannotReconstruct, ObservedAttributeError, ObservedException, Unsupported
-from .sources import attr_of
 
 UNKNOWN = object()  # what `Variable.identity()` says of a value with no Python object yet
 
@@ -61,6 +60,8 @@ class Variable:
     def bound_to(self, obj: "Variable") -> "Variable":
         """`types.MethodType(self, obj)`: a method whose call calls this value with `obj` first
         (UserFunctionVariable binds its own way)."""
+        from .python.callables import MethodVariable  # callables.py builds on this file
+
         return MethodVariable(self, obj)
 
     def call_method(self, tx, name: str, args: list, kwargs: dict) -> "Variable":
@@ -351,134 +352,3 @@ class BoundMethodVariable(Variable):
 
     def __repr__(self):
         return f"BoundMethodVariable({self.obj!r}.{self.name})"
-
-
-class MethodVariable(Variable):
-    """A method object (`types.MethodType`) of a callable that is not a Python function: a
-    Cython function bound to its object (NumPy's `np.random.rand` is `RandomState.rand` bound
-    to numpy's generator), a partial. A call passes `obj` first, as CPython's method object
-    does (`method_vectorcall`); whether that call can be traced is the callable's to say."""
-
-    def __init__(self, function: Variable, obj: Variable):
-        self.function, self.obj = function, obj
-
-    def python_type(self):
-        return types.MethodType
-
-    def get_attr(self, tx, name):
-        if name in ("__func__", "__self__"):
-            return self.function if name == "__func__" else self.obj
-        return self.function.get_attr(tx, name)  # a method forwards the rest to its function
-
-    def call(self, tx, args, kwargs):
-        return self.function.call(tx, [self.obj, *args], kwargs)
-
-    def reconstruct(self, cg):
-        cg.call_callable(
-            types.MethodType,
-            lambda: cg.reconstruct(self.function),
-            lambda: cg.reconstruct(self.obj),
-        )
-
-    def __repr__(self):
-        return f"MethodVariable({self.function!r} bound to {self.obj!r})"
-
-
-class ObjectVariable(Variable):
-    """An outside object the VM does not model (a C object, a class): it can only be passed on.
-
-    Its identity can be relied on (`x is Foo`, `isinstance(v, Foo)`), which is an "id"
-    assumption, unless it was found inside something already assumed (`torch.Tensor`: trace=None).
-    """
-
-    def __init__(self, value, source=None, trace=None):
-        self.value, self.source, self.trace = value, source, trace
-
-    def python_type(self):
-        return type(self.value)
-
-    def as_python_object(self):
-        if self.trace is not None:
-            self.trace.assume("id", self.source)
-        return self.value
-
-    def identity(self):
-        return self.as_python_object()
-
-    def get_attr(self, tx, name):
-        """An attribute of a module, or of an object of a class written in C, read now (and
-        guarded through its source, if the object has one)."""
-        if not hasattr(self.value, name):
-            raise ObservedAttributeError(f"{type(self.value).__name__} has no attribute {name!r}")
-        return tx.wrap(getattr(self.value, name), attr_of(self.source, name))
-
-    def call(self, tx, args, kwargs):
-        name = getattr(self.value, "__qualname__", type(self.value).__name__)
-        module = getattr(self.value, "__module__", None)
-        shown = f"{module}.{name}" if module else name
-        raise Unsupported("untraceable_call", f"call to `{shown}`, which the VM cannot look inside")
-
-    def call_method(self, tx, name, args, kwargs):
-        kind = type(self.value)
-        raise Unsupported(
-            "untraceable_call",
-            f"method `{name}` of a {kind.__module__}.{kind.__qualname__} object: its C code "
-            "(NumPy's, the standard library's, another library's) runs outside the trace",
-        )
-
-    def reconstruct(self, cg):
-        if self.source is not None:
-            cg.load_source(self.source)
-        else:
-            cg.load_const(self.value)  # an object made by the VM (an exception about to be raised)
-
-    def __repr__(self):
-        return f"ObjectVariable({type(self.value).__name__} {self.source or ''})"
-
-
-class ExceptionVariable(Variable):
-    """An exception object the code made, raised or caught (its arguments are constants)."""
-
-    def __init__(self, exception: BaseException):
-        self.exception = exception
-
-    def python_type(self):
-        return type(self.exception)
-
-    def identity(self):
-        return self.exception
-
-    def get_attr(self, tx, name):
-        if name == "args":
-            return tx.wrap_constant_result(self.exception.args, "args")
-        if name == "__class__":
-            return tx.wrap(type(self.exception), None)
-        if name in ("__cause__", "__context__"):  # set on the real object by RAISE_VARARGS
-            linked = getattr(self.exception, name)  # and control_flow.set_context
-            if linked is None and name == "__context__":
-                raise Unsupported(
-                    "unsupported_value",
-                    "the `__context__` of an exception raised outside any `except` block of the "
-                    "traced code: it is the exception the caller handles, if any",
-                )
-            return ConstantVariable(None) if linked is None else ExceptionVariable(linked)
-        value = getattr(self.exception, name, None)  # `stop.value`, `__suppress_context__`
-        if name != "__traceback__" and hasattr(self.exception, name) and is_constant_value(value):
-            return ConstantVariable(value)
-        return super().get_attr(tx, name)
-
-    def reconstruct(self, cg):
-        cg.load_const(self.exception)
-
-    def __repr__(self):
-        return f"ExceptionVariable({self.exception!r})"
-
-
-def as_exception(value: Variable) -> BaseException:
-    """What `raise value` raises: an exception object, or a new one of an exception class."""
-    if isinstance(value, ExceptionVariable):
-        return value.exception
-    cls = value.identity()
-    if isinstance(cls, type) and issubclass(cls, BaseException):
-        return cls()
-    raise Unsupported("unsupported_value", f"`raise` of {value}")

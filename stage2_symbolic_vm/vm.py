@@ -7,18 +7,23 @@ calling the method named after its opname (`def LOAD_FAST(self, inst)`).
 Calling a user function starts a child translator on that function's code
 (inlining); tensor operations are recorded into the shared Trace.
 
+This file has the loop and the handlers of the opcodes every program uses: loads
+and stores, operators, items, calls, jumps, `for` loops and `return`. The rarer
+opcodes are mixins from opcodes/: `names.py` (closure cells, globals assigned,
+`del`, imports, `super()`), `calls.py` (`f(*args)`, functions made in the trace),
+`building.py` (dicts, sets, strings, slices, comprehensions), `control_flow.py`
+(generators, `with`, 3.11's `and`/`or`) and `exceptions.py` (`raise`, `try`).
+
 The handlers read as one Python version. The differences between 3.11, 3.12
 and 3.13 live in ALIASES (a 3.11 name that means the same as a 3.12 one), in
-`calls.py` (where the NULL sits beside a callable, and how keywords arrive),
-and in the few handlers that check `PY312` or `PY313`.
+`push_callable` and `pop_callable` (where the NULL sits beside a callable), and
+in the few handlers that check `PY312` or `PY313`.
 """
 
 import builtins
 import dis
-import importlib
 import inspect
 import logging
-import operator
 import sys
 import types
 from dataclasses import dataclass, field
@@ -30,33 +35,32 @@ from stage1_eval_frame.logs import get_logger
 from . import builder, tensor_ops
 from .dynamic_shapes import shapes
 from .errors import Location, ObservedException, Unsupported
-from .functions import SuperVariable, UserFunctionVariable, outside_inference_mode
+from .functions import UserFunctionVariable
 from .opcodes.building import Building
 from .opcodes.calls import Calls
 from .opcodes.control_flow import ControlFlow
+from .opcodes.exceptions import Exceptions
+from .opcodes.names import Names
 from .python import operators
-from .python.builtins_table import class_of
-from .python.containers import DictVariable, SequenceVariable
+from .python.containers import DictVariable, ListVariable, SequenceVariable, TupleVariable
 from .python.iterators import GeneratorVariable
+from .python.objects import ObjectVariable
 from .side_effects import SideEffects
 from .sources import (
     AttrSource,
     BuiltinSource,
-    ClosureSource,
     FunctionSource,
     GlobalSource,
-    ImportSource,
     ItemSource,
     LocalSource,
 )
+from .torch_api.grad_modes import outside_inference_mode
 from .trace import Trace, bind_frame
 from .variables import (
     NULL,
     CellVariable,
     ConstantVariable,
-    ExceptionVariable,
     LazyVariable,
-    ObjectVariable,
     TensorVariable,
     Variable,
     is_constant_value,
@@ -64,6 +68,7 @@ from .variables import (
 
 log = get_logger("trace")
 PY312 = sys.version_info >= (3, 12)
+PY313 = sys.version_info >= (3, 13)
 MAX_INLINE_DEPTH = 32
 MAX_INSTRUCTIONS = 100_000
 
@@ -95,9 +100,7 @@ class VMState:
     stack: list
     locals: dict
     cells: dict = field(default_factory=dict)
-    exception_handler: int | None = (
-        None  # offset of the innermost `except` covering this instruction
-    )
+    exception_handler: int | None = None  # offset of the innermost `except` covering it
 
     def __str__(self):
         lines = [f"{self.function} @ {self.offset} {self.opname} (line {self.lineno})"]
@@ -161,10 +164,10 @@ def output_structure(value: Variable):
     )
 
 
-class InstructionTranslator(Building, Calls, ControlFlow):
+class InstructionTranslator(Names, Calls, Building, ControlFlow, Exceptions):
     """One frame of the symbolic VM. The root frame traces `fn`; children are inlined calls.
-    The handlers of jumps, loops, returns, `yield`, `try` and `with` are in control_flow.py,
-    those that build containers and strings in building.py."""
+    The handlers of the rarer opcodes come from the mixins of opcodes/ (see the module
+    docstring)."""
 
     def __init__(self, code, globals_, trace, parent=None, globals_source=None):
         self.code, self.globals, self.trace, self.parent = code, globals_, trace, parent
@@ -291,40 +294,8 @@ class InstructionTranslator(Building, Calls, ControlFlow):
         return self.locals[name]
 
     def wrap(self, value, source):
+        """An outside value as a Variable (builder.py)."""
         return builder.wrap(self, value, source)
-
-    def bind_closure(self, function):
-        """The root frame's free variables: the cells of the traced function's closure."""
-        cells = zip(self.code.co_freevars, function.__closure__ or (), strict=True)
-        for index, (name, cell) in enumerate(cells):
-            source = ClosureSource(name, index)
-            self.cells[name] = self.outside_cell(cell, source, source)
-
-    def outside_cell(self, cell, source, contents_source) -> CellVariable:
-        """The CellVariable of a real cell object (one per cell, however it was reached)."""
-        if id(cell) not in self.outside_cells:
-            try:
-                contents = LazyVariable(cell.cell_contents, contents_source)
-            except ValueError:  # an empty cell: the variable is not assigned yet
-                contents = None
-            self.outside_cells[id(cell)] = (cell, CellVariable(contents, source))
-        return self.outside_cells[id(cell)][1]
-
-    def set_grad_mode(self, enabled: bool) -> bool:
-        """Switch grad mode inside the trace (a `with torch.no_grad()`): the graph records the
-        switch, later ops are recorded under the new mode. Returns the previous mode."""
-        root = self.root()
-        previous, root.grad_enabled = root.grad_enabled, enabled
-        self.trace.assume("grad_mode")  # the mode on entry, which the first switch relies on
-        self.trace.add_node(
-            "call_function", torch._C._set_grad_enabled, (enabled,), lineno=self.lineno
-        )
-        return previous
-
-    def global_state(self, kind: str, value):
-        """A fact about the process the code asked for (`torch.is_grad_enabled()`): guarded."""
-        self.trace.assume(kind)
-        return self.wrap_constant_result(value, kind)
 
     def record_call(self, target, args, kwargs):
         return tensor_ops.record_call(self, target, list(args), dict(kwargs))
@@ -415,56 +386,14 @@ class InstructionTranslator(Building, Calls, ControlFlow):
         else:
             self.push(self.read_local(inst.argval))
 
-    def LOAD_FAST_LOAD_FAST(self, inst):  # 3.13: two LOAD_FASTs in one; argval holds both names
-        for name in inst.argval:
-            self.push(self.read_local(name))
-
-    def LOAD_FAST_AND_CLEAR(self, inst):
-        # 3.12 inlined comprehensions save the outer variable of the same name, NULL if unbound
-        self.push(self.locals.pop(inst.argval, NULL))
-
     def STORE_FAST(self, inst):
         self.store_local(inst.argval, self.pop())
-
-    def STORE_FAST_STORE_FAST(self, inst):  # 3.13: the top of the stack goes to the first name
-        for name in inst.argval:
-            self.store_local(name, self.pop())
-
-    def STORE_FAST_LOAD_FAST(self, inst):  # 3.13: STORE_FAST the first name, LOAD_FAST the second
-        stored, loaded = inst.argval
-        self.store_local(stored, self.pop())
-        self.push(self.read_local(loaded))
 
     def store_local(self, name, value):
         if value is NULL:  # restoring an unbound variable after an inlined comprehension
             self.locals.pop(name, None)
         else:
             self.locals[name] = value
-
-    def DELETE_FAST(self, inst):
-        self.read_local(inst.argval)
-        del self.locals[inst.argval]
-
-    def MAKE_CELL(self, inst):
-        self.cells[inst.argval] = CellVariable(self.locals.pop(inst.argval, None))
-
-    def LOAD_CLOSURE(self, inst):
-        self.push(self.cells[inst.argval])
-
-    def LOAD_DEREF(self, inst):
-        cell = self.cells[inst.argval]
-        if cell.contents is None:
-            raise ObservedException(
-                NameError(f"free variable {inst.argval!r} read before assignment")
-            )
-        cell.contents = self.read(cell.contents)
-        self.push(cell.contents)
-
-    def STORE_DEREF(self, inst):
-        cell = self.cells[inst.argval]
-        cell.contents = self.pop()
-        if cell.source is not None:  # a cell of a function from outside: written back after
-            self.side_effects.store_attr(cell, "cell_contents", cell.contents)
 
     def LOAD_GLOBAL(self, inst):
         name = inst.argval
@@ -479,27 +408,6 @@ class InstructionTranslator(Building, Calls, ControlFlow):
             raise ObservedException(NameError(f"name {name!r} is not defined"))
         self.push_callable(value, null=bool(inst.arg & 1))  # every version: the low bit: a NULL
 
-    def STORE_GLOBAL(self, inst):
-        # written back once the graph has run, like an attribute of the module
-        self.side_effects.store_attr(self.globals_owner(), inst.argval, self.pop())
-
-    def pending_global(self, name):
-        """The value the trace assigned to global `name`, if it did (None otherwise)."""
-        if not self.side_effects.stores:
-            return None
-        try:
-            return self.side_effects.load_attr(self.globals_owner(), name)
-        except Unsupported:  # globals that are not a module's: nothing was assigned to them
-            return None
-
-    def globals_owner(self) -> Variable:
-        """The module whose globals this frame reads, as the object its assignments change."""
-        name = self.globals.get("__name__")
-        module = sys.modules.get(name) if isinstance(name, str) else None
-        if module is None or vars(module) is not self.globals:
-            raise Unsupported("unsupported_mutation", "globals that are not a module's")
-        return self.wrap(module, ImportSource(name))
-
     def LOAD_ATTR(self, inst):
         # 3.12 folds LOAD_METHOD into LOAD_ATTR's low bit; a bound method and a NULL are one of
         # the two shapes CALL accepts (the other: the function and `self`)
@@ -509,33 +417,9 @@ class InstructionTranslator(Building, Calls, ControlFlow):
     def LOAD_METHOD(self, inst):  # 3.11
         self.push_callable(self.pop().get_attr(self, inst.argval), null=True)
 
-    def LOAD_SUPER_ATTR(self, inst):
-        # 3.12: `super().name` in one instruction: [global super, __class__, self] -> attribute
-        obj, cls = self.pop(), self.pop()
-        self.pop()
-        attr = SuperVariable(class_of(cls), obj).get_attr(self, inst.argval)
-        self.push_callable(attr, null=bool(inst.arg & 1))
-
     def STORE_ATTR(self, inst):
         obj = self.pop()
         obj.set_attr(self, inst.argval, self.pop())
-
-    def DELETE_ATTR(self, inst):
-        self.pop().del_attr(self, inst.argval)
-
-    def IMPORT_NAME(self, inst):
-        # `import a.b` binds `a`; `from a.b import c` reads `c` from `a.b` (IMPORT_FROM). The
-        # import itself runs now: importing is what eager would do at this line too.
-        fromlist, level = self.pop().as_python_constant(), self.pop().as_python_constant()
-        if level:
-            raise Unsupported("untraceable_call", "a relative import inside a function")
-        name = inst.argval
-        self.run_python(importlib.import_module, name)
-        top = name if fromlist else name.partition(".")[0]
-        self.push(self.wrap(sys.modules[top], ImportSource(top)))
-
-    def IMPORT_FROM(self, inst):
-        self.push(self.stack[-1].get_attr(self, inst.argval))
 
     # --- operators ------------------------------------------------------------------------
 
@@ -548,18 +432,6 @@ class InstructionTranslator(Building, Calls, ControlFlow):
         self.push(operators.unary_op(self, operators.UNARY_OPS[inst.opname], self.pop()))
 
     UNARY_NEGATIVE = UNARY_POSITIVE = UNARY_INVERT = UNARY_NOT = unary
-
-    def TO_BOOL(self, inst):
-        # 3.13 turns a value into a bool before each conditional jump and `not` (compile.c
-        # emits it nowhere else). Those handlers ask the value's truth themselves, so this one
-        # leaves the value as it is, and a branch on a tensor stops the VM at the jump, as on
-        # 3.11 and 3.12 (torch/_dynamo's TO_BOOL does the same). Stage 4 writes TO_BOOL again
-        # before a jump or `not` it emits.
-        following = next(
-            i.opname for i in self.instructions[self.ip :] if i.opname != "EXTENDED_ARG"
-        )
-        if following not in ("POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE", "UNARY_NOT"):
-            raise Unsupported("unsupported_opcode", f"TO_BOOL before {following}")
 
     def COMPARE_OP(self, inst):
         b = self.pop()
@@ -579,22 +451,7 @@ class InstructionTranslator(Building, Calls, ControlFlow):
         item = self.pop()
         self.push(ConstantVariable(operators.contains(self, item, container) != bool(inst.arg)))
 
-    def CALL_INTRINSIC_1(self, inst):
-        # 3.12 moved a few rare instructions into "intrinsic" functions
-        if inst.argrepr == "INTRINSIC_LIST_TO_TUPLE":
-            self.LIST_TO_TUPLE(inst)
-        elif inst.argrepr == "INTRINSIC_UNARY_POSITIVE":
-            self.push(operators.unary_op(self, operator.pos, self.pop()))
-        elif inst.argrepr == "INTRINSIC_STOPITERATION_ERROR":
-            # a StopIteration escaping a generator's body becomes a RuntimeError (PEP 479)
-            error = self.pop().exception
-            if isinstance(error, StopIteration):
-                error = RuntimeError("generator raised StopIteration")
-            self.push(ExceptionVariable(error))
-        else:
-            raise Unsupported("unsupported_opcode", f"no handler for {inst.argrepr}")
-
-    # --- items and slices ---------------------------------------------------------------
+    # --- items ------------------------------------------------------------------------
 
     def BINARY_SUBSCR(self, inst):
         key = self.pop()
@@ -605,45 +462,97 @@ class InstructionTranslator(Building, Calls, ControlFlow):
         key, container, value = self.pop(), self.pop(), self.pop()
         container.setitem(self, key, value)
 
-    def DELETE_SUBSCR(self, inst):
-        key, container = self.pop(), self.pop()
-        container.call_method(self, "__delitem__", [key], {})
+    # --- calls: where the NULL sits differs between versions ------------------------------
 
-    def make_slice(self, parts):
-        if any(isinstance(p, shapes.SymNodeVariable) for p in parts):
-            return shapes.SymSliceVariable(parts)  # `x[:, :n]` for a symbolic n
-        if not all(p.is_python_constant() for p in parts):
-            raise Unsupported("unsupported_value", "a slice whose bounds are not Python constants")
-        return ConstantVariable(slice(*(p.as_python_constant() for p in parts)))
+    def push_callable(self, fn, null: bool):
+        """Push a callable for CALL, with a NULL beside it if `null`: below it on 3.11 and 3.12,
+        above it on 3.13, whose CALL reads [callable, self or NULL, *args]."""
+        if null and not PY313:
+            self.push(NULL)
+        self.push(fn)
+        if null and PY313:
+            self.push(NULL)
 
-    def BUILD_SLICE(self, inst):
-        self.push(self.make_slice(self.popn(inst.arg)))
+    def pop_callable(self) -> tuple[Variable, list]:
+        """Pop the two slots below a call's arguments: the function, and the arguments they add.
+        [NULL, fn] (3.11, 3.12) and [fn, NULL] (3.13) add none; [method, self] adds self."""
+        below = [value for value in self.popn(2) if value is not NULL]
+        return below[0], below[1:]
 
-    def BINARY_SLICE(self, inst):
-        stop, start, container = self.pop(), self.pop(), self.pop()
-        self.push(container.getitem(self, self.make_slice([start, stop])))
+    def KW_NAMES(self, inst):
+        # dis does not resolve this constant on 3.11, so read it from co_consts
+        self.kw_names = self.code.co_consts[inst.arg]
 
-    def STORE_SLICE(self, inst):
-        stop, start, container, value = self.pop(), self.pop(), self.pop(), self.pop()
-        container.setitem(self, self.make_slice([start, stop]), value)
+    def CALL(self, inst):
+        # the callable and a NULL or `self` (see pop_callable), then the arguments; the last
+        # len(kw_names) of them are keywords (KW_NAMES before the CALL, or 3.13's CALL_KW)
+        args = self.popn(inst.arg)
+        fn, before = self.pop_callable()
+        args = [*before, *args]
+        names, self.kw_names = self.kw_names, ()
+        split = len(args) - len(names)
+        self.push(self.call(fn, args[:split], dict(zip(names, args[split:], strict=True))))
 
+    # --- jumps: a branch on a tensor's value stops the VM here (TensorVariable.truth) ---------
 
-def real_opnames() -> set[str]:
-    """The opcodes bytecode can hold on this Python, as `dis` shows them.
+    def JUMP_FORWARD(self, inst):
+        self.jump(inst.argval)
 
-    3.12's opmap also lists pseudo-instructions (>= 256) that the compiler
-    replaces before emitting bytecode, and INSTRUMENTED_* variants that
-    sys.monitoring swaps in at run time and `dis` shows under their base names.
-    """
-    return {
-        name
-        for name, opcode in dis.opmap.items()
-        if opcode < 256 and not name.startswith("INSTRUMENTED_")
-    }
+    def POP_JUMP_IF_FALSE(self, inst):
+        if not self.truth(self.pop()):
+            self.jump(inst.argval)
 
+    def POP_JUMP_IF_TRUE(self, inst):
+        if self.truth(self.pop()):
+            self.jump(inst.argval)
 
-def handled_opnames() -> set[str]:
-    """Every opname the VM has a handler for, on this Python version."""
-    return {
-        name for name in real_opnames() if hasattr(InstructionTranslator, ALIASES.get(name, name))
-    }
+    def POP_JUMP_IF_NONE(self, inst):
+        if operators.is_same(self.pop(), ConstantVariable(None)):
+            self.jump(inst.argval)
+
+    def POP_JUMP_IF_NOT_NONE(self, inst):
+        if not operators.is_same(self.pop(), ConstantVariable(None)):
+            self.jump(inst.argval)
+
+    # --- loops: iterators are lists of Variables, so loops unroll -----------------------------
+
+    def GET_ITER(self, inst):
+        self.push(self.pop().iterate(self))
+
+    def FOR_ITER(self, inst):
+        item = self.stack[-1].next_item(self)
+        if item is not None:
+            self.push(item)
+            return
+        self.pop()
+        self.jump(inst.argval)
+        # as ceval does, exhaustion skips the loop's END_FOR (3.12), or END_FOR and POP_TOP (3.13)
+        if self.instructions[self.ip].opname == "END_FOR":
+            self.ip += 2 if PY313 else 1
+
+    def END_FOR(self, inst):  # reached only by a jump (3.12: [iterator, item]; 3.13: [item])
+        self.popn(1 if PY313 else 2)
+
+    def UNPACK_SEQUENCE(self, inst):
+        items = self.pop().unpack(self)
+        if len(items) != inst.arg:
+            raise ObservedException(
+                ValueError(f"cannot unpack {len(items)} values into {inst.arg}")
+            )
+        self.stack.extend(reversed(items))
+
+    # --- building tuples and lists, returning ---------------------------------------------------
+
+    def BUILD_TUPLE(self, inst):
+        self.push(TupleVariable(self.popn(inst.arg)))
+
+    def BUILD_LIST(self, inst):
+        self.push(ListVariable(self.popn(inst.arg)))
+
+    def RETURN_VALUE(self, inst):
+        self.return_value = self.pop()
+        self.done = True
+
+    def RETURN_CONST(self, inst):  # 3.12: LOAD_CONST + RETURN_VALUE
+        self.LOAD_CONST(inst)
+        self.RETURN_VALUE(inst)

@@ -29,7 +29,7 @@ from stage1_eval_frame import SKIP, call_unhooked, skip_code
 from stage1_eval_frame.logs import get_logger
 from stage2_symbolic_vm.dynamic_shapes import shapes
 from stage2_symbolic_vm.errors import Unsupported
-from stage2_symbolic_vm.functions import outside_inference_mode
+from stage2_symbolic_vm.torch_api.grad_modes import outside_inference_mode
 from stage2_symbolic_vm.trace import Trace
 
 from .guard_function import GuardFunction, failure_reason

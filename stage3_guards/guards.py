@@ -25,8 +25,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from stage2_symbolic_vm.functions import GLOBAL_HOOKS, MODULE_HOOKS, inference_mode_enabled
+from stage2_symbolic_vm.functions import GLOBAL_HOOKS, MODULE_HOOKS
 from stage2_symbolic_vm.sources import Assumption, BuiltinSource, Source
+from stage2_symbolic_vm.torch_api.grad_modes import inference_mode_enabled
 from stage2_symbolic_vm.variables import compared_by_identity
 
 
@@ -367,7 +368,7 @@ def grad_mode(source: None, value, names: Names) -> Guard:
 
 def inference_mode(source: None, value, names: Names) -> Guard:
     """The caller's inference mode, which the code asked for (the compile runs outside it:
-    `outside_inference_mode` in stage2_symbolic_vm/functions.py)."""
+    `outside_inference_mode` in stage2_symbolic_vm/torch_api/grad_modes.py)."""
     enabled = inference_mode_enabled()
     actual = f"{names(torch)}.is_inference_mode_enabled()"
     check = Check(f"{actual} is {enabled}", "inference mode", enabled, actual, _on_off)
@@ -432,8 +433,8 @@ _ORDER |= {"dict_keys": 2, "absent": 2, "module_hooks": 2, "alias": 3, "distinct
 
 def build_guards(assumptions, L: dict, G: dict, F=None, shapes=None) -> list[Guard]:
     """One guard per assumption, reading the values the trace saw from L, G and F; with
-    `shapes` (a trace's symbols, stage2_symbolic_vm/dynamic_shapes/shapes.py), tensors with symbolic sizes
-    are matched dim by dim and the SHAPE_ENV guard comes last (dynamic_shapes/)."""
+    `shapes` (a trace's symbols, stage2_symbolic_vm/dynamic_shapes/shapes.py), tensors with
+    symbolic sizes are matched dim by dim and the SHAPE_ENV guard comes last (dynamic_shapes/)."""
     # Imported here: those guards are made of this file's Guard, Check and Names.
     from .dynamic_shapes.shape_guards import shape_env_guard, symbolic_tensor_match
 

@@ -1,25 +1,21 @@
-"""Building values in the VM: tuples, lists, dicts, sets and strings, as the bytecode does.
+"""Building values in the VM: dicts, sets, strings, slices, and what comprehensions fill.
 
 These handlers are methods of the InstructionTranslator (vm.py), kept in a file of
 their own because they only assemble Variables the stack already holds: `[a, *b]`,
-`{k: v}`, `{x for x in xs}`, `f"{n:>4}"` are a BUILD_* opcode, or an empty container
-filled one LIST_APPEND / MAP_ADD / SET_ADD at a time by a comprehension.
+`{k: v}`, `{x for x in xs}`, `f"{n:>4}"`, `x[1:n]` are a BUILD_* opcode, or an empty
+container filled one LIST_APPEND / MAP_ADD / SET_ADD at a time by a comprehension.
+(BUILD_TUPLE and BUILD_LIST, which every program uses, are in vm.py.)
 """
 
+from ..dynamic_shapes import shapes
 from ..errors import ObservedException, Unsupported
-from ..python.containers import DictVariable, ListVariable, SetVariable, TupleVariable
+from ..python.containers import DictVariable, SetVariable, TupleVariable
 from ..python.objects import UserObjectVariable
 from ..variables import ConstantVariable, TensorVariable
 
 
 class Building:
-    """The container- and string-building handlers of InstructionTranslator."""
-
-    def BUILD_TUPLE(self, inst):
-        self.push(TupleVariable(self.popn(inst.arg)))
-
-    def BUILD_LIST(self, inst):
-        self.push(ListVariable(self.popn(inst.arg)))
+    """The container-, string- and slice-building handlers of InstructionTranslator."""
 
     def BUILD_MAP(self, inst):
         flat = self.popn(2 * inst.arg)
@@ -111,3 +107,23 @@ class Building:
         if not isinstance(update, DictVariable) or set(update.items) & set(target.items):
             raise ObservedException(TypeError("`**` of a non-dict, or a repeated keyword"))
         target.update(self, update, {})
+
+    # --- slices: `x[a:b]` (3.12: BINARY_SLICE), `x[a:b:c]`, `x[:, :n]` ------------------------
+
+    def make_slice(self, parts):
+        if any(isinstance(p, shapes.SymNodeVariable) for p in parts):
+            return shapes.SymSliceVariable(parts)  # `x[:, :n]` for a symbolic n
+        if not all(p.is_python_constant() for p in parts):
+            raise Unsupported("unsupported_value", "a slice whose bounds are not Python constants")
+        return ConstantVariable(slice(*(p.as_python_constant() for p in parts)))
+
+    def BUILD_SLICE(self, inst):
+        self.push(self.make_slice(self.popn(inst.arg)))
+
+    def BINARY_SLICE(self, inst):
+        stop, start, container = self.pop(), self.pop(), self.pop()
+        self.push(container.getitem(self, self.make_slice([start, stop])))
+
+    def STORE_SLICE(self, inst):
+        stop, start, container, value = self.pop(), self.pop(), self.pop(), self.pop()
+        container.setitem(self, self.make_slice([start, stop]), value)

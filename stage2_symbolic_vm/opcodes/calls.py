@@ -1,49 +1,22 @@
-"""Calls and functions in the VM: CALL and its kin, MAKE_FUNCTION, and where the NULL sits.
+"""Calls and functions in the VM: CALL's kin, and MAKE_FUNCTION for a `def` inside a function.
 
 These handlers are methods of the InstructionTranslator (vm.py), kept in a file of their
-own because the three Python versions differ most here: the NULL that CALL expects sits
-below the callable on 3.11 and 3.12 and above it on 3.13 (`push_callable`,
-`pop_callable`), keyword names come from KW_NAMES (3.11, 3.12) or from CALL_KW (3.13),
-and 3.13's MAKE_FUNCTION makes a bare function that SET_FUNCTION_ATTRIBUTE completes.
-What a call then does is `InstructionTranslator.call`.
+own because a small model needs none of them: 3.13's CALL_KW (keyword names on the stack
+rather than from KW_NAMES), `f(*args, **kwargs)` (CALL_FUNCTION_EX), and the functions the
+code makes itself, a lambda or a nested `def` (3.13's MAKE_FUNCTION makes a bare function
+that SET_FUNCTION_ATTRIBUTE completes). CALL itself, and where its NULL sits, is in vm.py.
 """
 
+import sys
+
 from ..functions import UserFunctionVariable
-from ..variables import NULL, Variable
-from .control_flow import PY313
+from ..variables import Variable
+
+PY313 = sys.version_info >= (3, 13)
 
 
 class Calls:
     """The call- and function-making handlers of InstructionTranslator."""
-
-    def push_callable(self, fn, null: bool):
-        """Push a callable for CALL, with a NULL beside it if `null`: below it on 3.11 and 3.12,
-        above it on 3.13, whose CALL reads [callable, self or NULL, *args]."""
-        if null and not PY313:
-            self.push(NULL)
-        self.push(fn)
-        if null and PY313:
-            self.push(NULL)
-
-    def pop_callable(self) -> tuple[Variable, list]:
-        """Pop the two slots below a call's arguments: the function, and the arguments they add.
-        [NULL, fn] (3.11, 3.12) and [fn, NULL] (3.13) add none; [method, self] adds self."""
-        below = [value for value in self.popn(2) if value is not NULL]
-        return below[0], below[1:]
-
-    def KW_NAMES(self, inst):
-        # dis does not resolve this constant on 3.11, so read it from co_consts
-        self.kw_names = self.code.co_consts[inst.arg]
-
-    def CALL(self, inst):
-        # the callable and a NULL or `self` (see pop_callable), then the arguments; the last
-        # len(kw_names) of them are keywords (KW_NAMES before the CALL, or CALL_KW)
-        args = self.popn(inst.arg)
-        fn, before = self.pop_callable()
-        args = [*before, *args]
-        names, self.kw_names = self.kw_names, ()
-        split = len(args) - len(names)
-        self.push(self.call(fn, args[:split], dict(zip(names, args[split:], strict=True))))
 
     def CALL_KW(self, inst):  # 3.13: the keywords' names are a tuple on top of the arguments
         self.kw_names = self.pop().as_python_constant()

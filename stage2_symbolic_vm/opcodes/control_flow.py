@@ -1,49 +1,31 @@
-"""Control flow in the VM: jumps, loops, returns, generators, exceptions and `with` blocks.
+"""Control flow beyond jumps and loops: 3.11's `and`/`or`, generators, `with`, `*rest = ...`.
 
-These handlers are methods of the InstructionTranslator (vm.py), kept in a
-file of their own because they move the instruction pointer or leave the
-frame instead of computing a value: a jump sets `ip`, a `for` steps an
-iterator Variable (loops unroll), `return` and `yield` end `run()`, and an
-exception the traced code raises follows the frame's exception table into its
-own `except`/`finally`, as CPython does.
+These handlers are methods of the InstructionTranslator (vm.py), kept in a file of
+their own because a small model needs none of them (vm.py has the jumps, the `for`
+loop and `return`): a generator's frame pauses at `yield` and resumes when its
+consumer asks for the next item, `yield from` forwards items with SEND, a `with`
+block runs its manager's own `__enter__` and `__exit__` in the VM, and 3.13 checks
+every condition with TO_BOOL first.
 """
 
+import operator
 import sys
 
 from ..errors import ObservedException, Unsupported
 from ..python import operators
-from ..python.builtins_table import class_of
-from ..python.containers import ListVariable, is_none
+from ..python.containers import ListVariable
+from ..python.exceptions import ExceptionVariable
 from ..sources import BuiltinSource
-from ..variables import UNKNOWN, ConstantVariable, ExceptionVariable, as_exception
+from ..variables import ConstantVariable
+from .exceptions import Reraised
 
 PY312 = sys.version_info >= (3, 12)
-PY313 = sys.version_info >= (3, 13)
 
 
 class ControlFlow:
     """The control-flow handlers of InstructionTranslator (one method per opcode)."""
 
-    # --- jumps ----------------------------------------------------------------------------
-
-    def JUMP_FORWARD(self, inst):
-        self.jump(inst.argval)
-
-    def POP_JUMP_IF_FALSE(self, inst):
-        if not self.truth(self.pop()):
-            self.jump(inst.argval)
-
-    def POP_JUMP_IF_TRUE(self, inst):
-        if self.truth(self.pop()):
-            self.jump(inst.argval)
-
-    def POP_JUMP_IF_NONE(self, inst):
-        if operators.is_same(self.pop(), ConstantVariable(None)):
-            self.jump(inst.argval)
-
-    def POP_JUMP_IF_NOT_NONE(self, inst):
-        if not operators.is_same(self.pop(), ConstantVariable(None)):
-            self.jump(inst.argval)
+    # --- conditions ---------------------------------------------------------------------------
 
     def JUMP_IF_FALSE_OR_POP(self, inst):  # 3.11 only: `a and b`
         if not self.truth(self.stack[-1]):
@@ -57,32 +39,19 @@ class ControlFlow:
         else:
             self.pop()
 
-    # --- loops: iterators are lists of Variables, so loops unroll -----------------------------
+    def TO_BOOL(self, inst):
+        # 3.13 turns a value into a bool before each conditional jump and `not` (compile.c
+        # emits it nowhere else). Those handlers ask the value's truth themselves, so this one
+        # leaves the value as it is, and a branch on a tensor stops the VM at the jump, as on
+        # 3.11 and 3.12 (torch/_dynamo's TO_BOOL does the same). Stage 4 writes TO_BOOL again
+        # before a jump or `not` it emits.
+        following = next(
+            i.opname for i in self.instructions[self.ip :] if i.opname != "EXTENDED_ARG"
+        )
+        if following not in ("POP_JUMP_IF_TRUE", "POP_JUMP_IF_FALSE", "UNARY_NOT"):
+            raise Unsupported("unsupported_opcode", f"TO_BOOL before {following}")
 
-    def GET_ITER(self, inst):
-        self.push(self.pop().iterate(self))
-
-    def FOR_ITER(self, inst):
-        item = self.stack[-1].next_item(self)
-        if item is not None:
-            self.push(item)
-            return
-        self.pop()
-        self.jump(inst.argval)
-        # as ceval does, exhaustion skips the loop's END_FOR (3.12), or END_FOR and POP_TOP (3.13)
-        if self.instructions[self.ip].opname == "END_FOR":
-            self.ip += 2 if PY313 else 1
-
-    def END_FOR(self, inst):  # reached only by a jump (3.12: [iterator, item]; 3.13: [item])
-        self.popn(1 if PY313 else 2)
-
-    def UNPACK_SEQUENCE(self, inst):
-        items = self.pop().unpack(self)
-        if len(items) != inst.arg:
-            raise ObservedException(
-                ValueError(f"cannot unpack {len(items)} values into {inst.arg}")
-            )
-        self.stack.extend(reversed(items))
+    # --- unpacking with a starred target: `first, *rest = xs` ---------------------------------
 
     def UNPACK_EX(self, inst):
         before, after = inst.arg & 0xFF, inst.arg >> 8
@@ -94,11 +63,7 @@ class ControlFlow:
         self.push(ListVariable(items[before:rest]))
         self.stack.extend(reversed(items[:before]))
 
-    # --- returning, generators ---------------------------------------------------------
-
-    def RETURN_VALUE(self, inst):
-        self.return_value = self.pop()
-        self.done = True
+    # --- generators ---------------------------------------------------------------------------
 
     def RETURN_GENERATOR(self, inst):
         # The frame of a generator starts here when first resumed; the POP_TOP after this
@@ -141,97 +106,11 @@ class ControlFlow:
         self.pop()
         self.push(value)
 
-    def RETURN_CONST(self, inst):  # 3.12: LOAD_CONST + RETURN_VALUE
-        self.LOAD_CONST(inst)
-        self.RETURN_VALUE(inst)
-
     def LOAD_ASSERTION_ERROR(self, inst):
         # reached only when an `assert` fails: the jump above skips it otherwise
         self.push(self.wrap(AssertionError, BuiltinSource("AssertionError")))
 
-    # --- exceptions: the code's own `raise`, and its `try`/`except` -------------------------
-
-    def RAISE_VARARGS(self, inst):
-        if inst.arg == 0:  # a bare `raise`: the exception being handled, here or in a caller
-            handled = self.exception_being_handled()
-            if handled is None:  # RuntimeError, unless a caller of the traced function handles one
-                raise Unsupported(
-                    "unsupported_value",
-                    "a bare `raise` outside any `except` block of the traced code: it raises "
-                    "the exception the caller handles (RuntimeError if none), unknown here",
-                )
-            raise Reraised(handled.exception)
-        cause = self.pop() if inst.arg == 2 else None
-        exception = exception_to_raise(self.pop(), "exceptions must derive from BaseException")
-        if cause is not None:  # `raise e from c`: c an exception, a class of one, or None
-            message = "exception causes must derive from BaseException"
-            exception.__cause__ = None if is_none(cause) else exception_to_raise(cause, message)
-            exception.__suppress_context__ = True
-        raise ObservedException(exception, "the function (`raise`)")
-
-    def exception_being_handled(self):
-        """What `sys.exception()` says: the exception of the innermost `except` block entered
-        and not left, in this frame or in a caller's (CPython keeps one stack per thread)."""
-        frame = self
-        while frame is not None:
-            if frame.handled:
-                return frame.handled[-1]
-            frame = frame.parent
-        return None
-
-    def handle_exception(self, inst, error: ObservedException) -> bool:
-        """Jump to the `except` that covers `inst`, as CPython's exception table says: the
-        stack is cut to the handler's depth, and the exception pushed. False if none does."""
-        if not error.frames and not isinstance(error, Reraised):  # raised here, just now
-            self.set_context(error.exception)
-        entry = next((e for e in self.exception_entries if e.start <= inst.offset < e.end), None)
-        if entry is None:
-            return False
-        del self.stack[entry.depth :]
-        if entry.lasti:
-            self.push(ConstantVariable(inst.offset))
-        self.push(ExceptionVariable(error.exception))
-        self.jump(entry.target)
-        return True
-
-    def set_context(self, exception: BaseException):
-        """An exception raised while another is handled gets it as its `__context__`, as
-        CPython's _PyErr_SetObject does where it is raised (a re-raise keeps its own); a link
-        back to the new exception is cut, so that the chain has no cycle."""
-        handled = self.exception_being_handled()
-        if handled is None or handled.exception is exception:
-            return
-        link, seen = handled.exception, set()
-        while link.__context__ is not None and id(link) not in seen:
-            seen.add(id(link))
-            if link.__context__ is exception:
-                link.__context__ = None
-                break
-            link = link.__context__
-        exception.__context__ = handled.exception
-
-    def PUSH_EXC_INFO(self, inst):
-        exception = self.pop()
-        self.push(self.handled[-1] if self.handled else ConstantVariable(None))
-        self.handled.append(exception)
-        self.push(exception)
-
-    def POP_EXCEPT(self, inst):
-        self.pop()
-        self.handled.pop()
-
-    def CHECK_EXC_MATCH(self, inst):
-        classes = class_of(self.pop())
-        for cls in classes if isinstance(classes, tuple) else (classes,):
-            if not (isinstance(cls, type) and issubclass(cls, BaseException)):
-                message = "catching classes that do not inherit from BaseException is not allowed"
-                raise ObservedException(TypeError(message))
-        self.push(ConstantVariable(isinstance(self.stack[-1].exception, classes)))
-
-    def RERAISE(self, inst):
-        raise Reraised(self.pop().exception)
-
-    # --- `with` blocks: the manager's own __enter__ and __exit__ run in the VM ---------------
+    # --- `with` blocks: the manager's own __enter__ and __exit__ run in the VM ----------------
 
     def BEFORE_WITH(self, inst):
         manager = self.pop()
@@ -247,21 +126,18 @@ class ControlFlow:
         args = [kind, exception, ConstantVariable(None)]
         self.push(self.stack[-4].call(self, args, {}))
 
+    # --- 3.12's "intrinsic" functions: a few rare instructions in one opcode ------------------
 
-class Reraised(ObservedException):
-    """An exception raised again as it is (a bare `raise`, the end of a `finally`): CPython
-    restores it without chaining, so its `__context__` stays what it was."""
-
-
-def exception_to_raise(value, message: str) -> BaseException:
-    """The exception `raise value` raises: an exception object, or a new one of an exception
-    class; anything else is the TypeError CPython raises (with `message`)."""
-    if isinstance(value, ExceptionVariable):
-        return value.exception
-    if issubclass(value.python_type(), type):  # a class: CPython calls it
-        cls = value.identity()
-        if cls is not UNKNOWN and not issubclass(cls, BaseException):
-            raise ObservedException(TypeError(message))
-    elif not issubclass(value.python_type(), BaseException):
-        raise ObservedException(TypeError(message))
-    return as_exception(value)  # an exception object from outside: not modeled (Unsupported)
+    def CALL_INTRINSIC_1(self, inst):
+        if inst.argrepr == "INTRINSIC_LIST_TO_TUPLE":
+            self.LIST_TO_TUPLE(inst)
+        elif inst.argrepr == "INTRINSIC_UNARY_POSITIVE":
+            self.push(operators.unary_op(self, operator.pos, self.pop()))
+        elif inst.argrepr == "INTRINSIC_STOPITERATION_ERROR":
+            # a StopIteration escaping a generator's body becomes a RuntimeError (PEP 479)
+            error = self.pop().exception
+            if isinstance(error, StopIteration):
+                error = RuntimeError("generator raised StopIteration")
+            self.push(ExceptionVariable(error))
+        else:
+            raise Unsupported("unsupported_opcode", f"no handler for {inst.argrepr}")

@@ -21,18 +21,17 @@ import torch
 
 from ..dynamic_shapes.shapes import SymNodeVariable
 from ..errors import ObservedAttributeError, ObservedException, Unsupported
-from ..functions import PartialVariable, SuperVariable, UserFunctionVariable
+from ..functions import UserFunctionVariable
 from ..sources import attr_of
 from ..variables import (
     UNKNOWN,
     BoundMethodVariable,
     ConstantVariable,
-    ExceptionVariable,
-    ObjectVariable,
     TensorVariable,
     Variable,
     constant_args,
 )
+from .callables import PartialVariable, SuperVariable
 from .containers import (
     DictVariable,
     ListVariable,
@@ -43,6 +42,7 @@ from .containers import (
     new_dict,
     stand_in,
 )
+from .exceptions import ExceptionVariable
 from .iterators import (
     ITERTOOLS,
     CallableIteratorVariable,
@@ -53,7 +53,13 @@ from .iterators import (
     ZipIteratorVariable,
     reversed_,
 )
-from .objects import SLOT_TYPES, BuiltinSlotVariable, UserObjectVariable, is_python_class
+from .objects import (
+    SLOT_TYPES,
+    BuiltinSlotVariable,
+    ObjectVariable,
+    UserObjectVariable,
+    is_python_class,
+)
 from .operators import (
     BINARY_OPS,
     COMPARE_OPS,

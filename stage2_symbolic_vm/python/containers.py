@@ -23,11 +23,20 @@ import collections
 import inspect
 import operator
 import sys
+import types
 
 from ..errors import ObservedException, Unsupported
 from ..side_effects import replay_changes
-from ..sources import attr_of
-from ..variables import UNKNOWN, ConstantVariable, TensorVariable, Variable
+from ..sources import attr_of, item_of
+from ..variables import (
+    UNKNOWN,
+    ConstantVariable,
+    LazyVariable,
+    TensorVariable,
+    Variable,
+    compared_by_identity,
+    is_constant_value,
+)
 
 
 def unhashable(kind: type) -> ObservedException:
@@ -858,3 +867,41 @@ def stand_in(tx, value: Variable):
     keys = [key_of(item) for item in items]
     kept = {k: v for k, v in zip(keys, items, strict=True) if not isinstance(v, ConstantVariable)}
     return keys, kept
+
+
+# --- dicts and sets from outside (builder.py's WRAPPERS) ------------------------------------
+
+DICT_TYPES = (dict, collections.OrderedDict, collections.defaultdict, types.MappingProxyType)
+
+
+def wrap_dict(tx, value, source):
+    """A dict from outside: its type and keys are assumed, each value is read (and assumed
+    about) only when the code uses it."""
+    if not all(is_constant_value(k) for k in value):
+        raise Unsupported("unsupported_value", f"{where(source)} has keys that are not constants")
+    if source is not None:
+        tx.trace.assume("type", source)
+        tx.trace.assume("dict_keys", source)
+    factory = getattr(value, "default_factory", None)
+    factory_var = None
+    if factory is not None:
+        factory_var = tx.read(LazyVariable(factory, attr_of(source, "default_factory")))
+    items = {k: LazyVariable(v, item_of(source, k)) for k, v in value.items()}
+    if source is None:
+        items = {k: tx.read(v) for k, v in items.items()}
+    return DictVariable(items, source, type(value), factory_var)
+
+
+def wrap_set(tx, value, source):
+    """A set from outside, guarded whole by `==`. dataclasses' `_ATOMIC_TYPES` is a frozenset
+    of classes: items equal only to themselves (classes, functions) are guarded by the set's
+    `==` as well as constants."""
+    if not all(is_constant_value(v) or compared_by_identity(v) for v in value):
+        raise Unsupported("unsupported_value", f"{where(source)} holds items with own __eq__")
+    if source is not None:
+        tx.trace.assume("constant", source)
+    return SetVariable([tx.wrap(v, None) for v in value], source, type(value))
+
+
+def where(source) -> str:
+    return source.describe() if source is not None else "a value"

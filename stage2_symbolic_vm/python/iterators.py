@@ -23,14 +23,15 @@ import operator
 import types
 
 from ..errors import CannotReconstruct, ObservedException
-from ..variables import BoundMethodVariable, ConstantVariable, Variable
+from ..sources import ReducedSource
+from ..variables import BoundMethodVariable, ConstantVariable, LazyVariable, Variable
 from .containers import (
     DictVariable,
     DictViewVariable,
     SequenceVariable,
     TupleVariable,
 )
-from .objects import UserObjectVariable, class_lookup
+from .objects import ObjectVariable, UserObjectVariable, class_lookup
 from .operators import binary_op, equal
 
 END = object()  # what `next(iterator, END)` gives at the end
@@ -626,3 +627,27 @@ ITERTOOLS = {
         d for d, s in zip(data.unpack(tx), selectors.unpack(tx), strict=False) if s.truth(tx)
     ),
 }
+
+
+# --- a list iterator from outside (builder.py's WRAPPERS) --------------------------------------
+
+LIST_ITERATORS = (type(iter([])), type(reversed([])))
+
+
+def wrap_list_iterator(tx, value, source):
+    """`iter(xs)` or `reversed(xs)` from outside (a loop's iterator that a resume function
+    receives): an iterator over the very list, at its position, both read through what
+    CPython pickles it as. It reads the list as it steps, so the items the rest of the loop
+    appends are reached, and the real iterator is moved as the trace moved it. One with no
+    source can only be passed on."""
+    if source is None:
+        return ObjectVariable(value)
+    tx.trace.assume("type", source)
+    _, (sequence,), *position = value.__reduce__()
+    if not position:  # exhausted: it holds no list any more
+        tx.trace.assume("length", ReducedSource(source, (1, 0)))
+        return ListIteratorVariable([])
+    items = tx.read(LazyVariable(sequence, ReducedSource(source, (1, 0))))
+    tx.trace.assume("constant", ReducedSource(source, (2,)))
+    backwards = type(value) is LIST_ITERATORS[1]
+    return SequenceIteratorVariable(items, backwards, position[0], source)

@@ -18,6 +18,10 @@ What is read is read through sources that do not run any Python again:
 `L['cfg'].__dict__['hidden']` for an instance attribute,
 `L['cfg'].__class__.__mro__[1].__dict__['forward']` for a class attribute, so a
 guard checks exactly the storage the trace relied on.
+
+An object of a class written in C that the VM does not model (a NumPy array, a C
+library's handle) is an ObjectVariable: it can be passed on and compared with `is`,
+nothing more.
 """
 
 import collections
@@ -31,12 +35,12 @@ from ..variables import (
     UNKNOWN,
     BoundMethodVariable,
     ConstantVariable,
-    ExceptionVariable,
     LazyVariable,
     Variable,
     constant_args,
 )
 from .containers import DictVariable, TupleVariable
+from .exceptions import ExceptionVariable
 
 # A user class may derive from a builtin dict kind (side_effects.DICT_BASES) and still be made
 # in the trace: its items are kept in a DictVariable beside its attributes.
@@ -513,3 +517,73 @@ class BuiltinSlotVariable(Variable):
 
     def __repr__(self):
         return f"BuiltinSlotVariable({self.descriptor.__qualname__})"
+
+
+# --- objects the VM does not model -----------------------------------------------------------
+
+
+class ObjectVariable(Variable):
+    """An outside object the VM does not model (a C object, a class): it can only be passed on.
+
+    Its identity can be relied on (`x is Foo`, `isinstance(v, Foo)`), which is an "id"
+    assumption, unless it was found inside something already assumed (`torch.Tensor`: trace=None).
+    """
+
+    def __init__(self, value, source=None, trace=None):
+        self.value, self.source, self.trace = value, source, trace
+
+    def python_type(self):
+        return type(self.value)
+
+    def as_python_object(self):
+        if self.trace is not None:
+            self.trace.assume("id", self.source)
+        return self.value
+
+    def identity(self):
+        return self.as_python_object()
+
+    def get_attr(self, tx, name):
+        """An attribute of a module, or of an object of a class written in C, read now (and
+        guarded through its source, if the object has one)."""
+        if not hasattr(self.value, name):
+            raise ObservedAttributeError(f"{type(self.value).__name__} has no attribute {name!r}")
+        return tx.wrap(getattr(self.value, name), attr_of(self.source, name))
+
+    def call(self, tx, args, kwargs):
+        name = getattr(self.value, "__qualname__", type(self.value).__name__)
+        module = getattr(self.value, "__module__", None)
+        shown = f"{module}.{name}" if module else name
+        raise Unsupported("untraceable_call", f"call to `{shown}`, which the VM cannot look inside")
+
+    def call_method(self, tx, name, args, kwargs):
+        kind = type(self.value)
+        raise Unsupported(
+            "untraceable_call",
+            f"method `{name}` of a {kind.__module__}.{kind.__qualname__} object: its C code "
+            "(NumPy's, the standard library's, another library's) runs outside the trace",
+        )
+
+    def reconstruct(self, cg):
+        if self.source is not None:
+            cg.load_source(self.source)
+        else:
+            cg.load_const(self.value)  # an object made by the VM (an exception about to be raised)
+
+    def __repr__(self):
+        return f"ObjectVariable({type(self.value).__name__} {self.source or ''})"
+
+
+def is_user_object(value) -> bool:
+    """An instance of a class written in Python (builder.py's WRAPPERS)."""
+    return not isinstance(value, type) and is_python_class(type(value))
+
+
+def wrap_user_object(tx, value, source):
+    """An instance of a user class from outside: its type, and the attributes the code reads."""
+    trace = None
+    if source is not None:
+        tx.trace.assume("type", source)
+        trace = tx.trace
+    cls_var = tx.wrap(type(value), attr_of(source, "__class__"))
+    return UserObjectVariable(value, cls_var, source, trace)

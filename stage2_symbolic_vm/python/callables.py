@@ -1,0 +1,224 @@
+"""Callables beyond a plain function: method objects, `functools.partial`, `super()`,
+and a function's attributes.
+
+`FunctionObject` is the part of UserFunctionVariable (functions.py) that treats a
+function as a Python object: the attributes CPython gives it (`__name__`, `__code__`,
+`__defaults__`), the ones the code assigns (`functools.wraps` sets `__wrapped__`), and
+how stage 4's new code rebuilds it. A method object of another callable, a partial and
+`super()` each forward a call or an attribute to the callable they hold.
+"""
+
+import functools
+import types
+
+import torch
+
+from ..errors import ObservedAttributeError, Unsupported
+from ..sources import attr_of, item_of
+from ..variables import BoundMethodVariable, ConstantVariable, Variable
+from .containers import DictVariable, TupleVariable
+from .objects import SLOT_TYPES, BuiltinSlotVariable, UserObjectVariable
+
+
+class FunctionObject:
+    """A UserFunctionVariable's attributes, and how the new code makes the function again."""
+
+    def get_attr(self, tx, name):
+        if self.self_arg is not None and name in ("__self__", "__func__"):
+            return self.self_arg if name == "__self__" else self.bound_to(None)
+        for assigned in (self.slots, self.attrs):  # `functools.wraps` sets __name__ ...
+            if name in assigned:
+                return assigned[name]
+        if name == "__dict__" and self.value is None:
+            view = DictVariable({})
+            view.items = self.attrs  # the same dict: a change through it is an attribute's
+            return view
+        if self.value is not None:  # a function from outside: what it has now, guarded
+            if not hasattr(self.value, name):
+                raise ObservedAttributeError(f"function {self.name!r} has no attribute {name!r}")
+            return tx.wrap(getattr(self.value, name), attr_of(self.source, name))
+        if name == "__defaults__":
+            return TupleVariable(list(self.defaults)) if self.defaults else ConstantVariable(None)
+        first = self.code.co_consts[0] if self.code.co_consts else None
+        made = {  # a function made in the trace (MAKE_FUNCTION): what CPython gives it
+            "__name__": self.code.co_name,
+            "__qualname__": self.code.co_qualname,
+            "__module__": self.globals.get("__name__"),
+            "__doc__": first if isinstance(first, str) else None,  # its docstring, a constant
+            "__code__": self.code,
+        }
+        if name not in made:
+            raise ObservedAttributeError(f"function {self.name!r} has no attribute {name!r}")
+        return ConstantVariable(made[name])
+
+    def set_attr(self, tx, name, value):
+        if self.value is not None:
+            tx.side_effects.store_attr(self, name, value)
+        (self.slots if name in FUNCTION_SLOTS else self.attrs)[name] = value
+
+    def reconstruct(self, cg):
+        if self.self_arg is not None:  # a method bound by the VM: MethodType(function, self)
+            unbound = self.bound_to(None)
+            cg.call_callable(
+                types.MethodType,
+                lambda: cg.reconstruct(unbound),
+                lambda: cg.reconstruct(self.self_arg),
+            )
+        elif self.source is not None:
+            cg.load_source(self.source)
+        elif self.slots or self.attrs:  # made, then given attributes (`functools.wraps`)
+            cg.call_callable(
+                with_attributes,
+                lambda: cg.make_function(self),
+                lambda: cg.build_map({**self.slots, **self.attrs}),
+            )
+        else:
+            cg.make_function(self)
+
+
+# The attributes a function keeps in itself, not in its `__dict__` (CPython's func_getsetlist
+# and func_memberlist).
+FUNCTION_SLOTS = {"__name__", "__qualname__", "__module__", "__doc__", "__code__"}
+FUNCTION_SLOTS |= {"__defaults__", "__kwdefaults__", "__annotations__"}
+
+
+def with_attributes(fn, attrs: dict):
+    """A function the new code made again, given the attributes the trace assigned to it."""
+    for name, value in attrs.items():
+        setattr(fn, name, value)
+    return fn
+
+
+class MethodVariable(Variable):
+    """A method object (`types.MethodType`) of a callable that is not a Python function: a
+    Cython function bound to its object (NumPy's `np.random.rand` is `RandomState.rand` bound
+    to numpy's generator), a partial. A call passes `obj` first, as CPython's method object
+    does (`method_vectorcall`); whether that call can be traced is the callable's to say."""
+
+    def __init__(self, function: Variable, obj: Variable):
+        self.function, self.obj = function, obj
+
+    def python_type(self):
+        return types.MethodType
+
+    def get_attr(self, tx, name):
+        if name in ("__func__", "__self__"):
+            return self.function if name == "__func__" else self.obj
+        return self.function.get_attr(tx, name)  # a method forwards the rest to its function
+
+    def call(self, tx, args, kwargs):
+        return self.function.call(tx, [self.obj, *args], kwargs)
+
+    def reconstruct(self, cg):
+        cg.call_callable(
+            types.MethodType,
+            lambda: cg.reconstruct(self.function),
+            lambda: cg.reconstruct(self.obj),
+        )
+
+    def __repr__(self):
+        return f"MethodVariable({self.function!r} bound to {self.obj!r})"
+
+
+class PartialVariable(Variable):
+    """`functools.partial(fn, *args, **kwargs)`: a call adds its arguments after these."""
+
+    def __init__(self, fn, args, kwargs, source=None):
+        self.fn, self.args, self.kwargs, self.source = fn, list(args), dict(kwargs), source
+
+    def python_type(self):
+        return functools.partial
+
+    def get_attr(self, tx, name):
+        parts = {"func": self.fn, "args": TupleVariable(self.args), "keywords": None}
+        if name not in parts:
+            raise ObservedAttributeError(f"functools.partial has no attribute {name!r}")
+        return parts[name] or DictVariable(self.kwargs)
+
+    def call(self, tx, args, kwargs):
+        return self.fn.call(tx, [*self.args, *args], {**self.kwargs, **kwargs})
+
+    def reconstruct(self, cg):
+        if self.source is not None:
+            cg.load_source(self.source)
+            return
+        pushers = [lambda: cg.reconstruct(self.fn)]
+        pushers += [lambda v=v: cg.reconstruct(v) for v in self.args]
+        cg.call_callable(functools.partial, *pushers, kwargs=self.kwargs)
+
+
+class SuperVariable(Variable):
+    """`super()` inside a method: attribute lookup that starts after `cls` in the object's MRO."""
+
+    def __init__(self, cls, obj: Variable):
+        self.cls, self.obj = cls, obj
+
+    def get_attr(self, tx, name):
+        mro = self.obj.python_type().__mro__
+        for index in range(mro.index(self.cls) + 1, len(mro)):
+            attr = mro[index].__dict__.get(name)
+            if attr is None:
+                continue
+            source = None
+            if self.obj.source is not None:
+                mro_source = attr_of(attr_of(self.obj.source, "__class__"), "__mro__")
+                source = item_of(attr_of(item_of(mro_source, index), "__dict__"), name)
+            from ..functions import NNModuleVariable  # functions.py builds on this file
+
+            if attr is torch.nn.Module.__call__ and isinstance(self.obj, NNModuleVariable):
+                return BoundMethodVariable(self.obj, "__call__")  # hooks, then forward
+            if isinstance(attr, types.FunctionType):
+                return tx.wrap(attr, source).bound_to(self.obj)
+            if isinstance(attr, SLOT_TYPES) and isinstance(self.obj, UserObjectVariable):
+                return BuiltinSlotVariable(attr, self.obj)
+            break
+        raise Unsupported("unsupported_value", f"super().{name} is not a plain method")
+
+
+# --- callables from outside (builder.py's WRAPPERS) ----------------------------------------------
+
+
+def is_cached_function(value) -> bool:
+    """A Python function under `functools.lru_cache` (or `functools.cache`)."""
+    return isinstance(value, functools._lru_cache_wrapper) and isinstance(
+        value.__wrapped__, types.FunctionType
+    )
+
+
+def wrap_cached_function(tx, value, source):
+    """torch/_dynamo does the same (and warns): the function is traced, its cache skipped,
+    which gives the cache's answer for the pure functions lru_cache is meant for."""
+    if source is not None:
+        tx.trace.assume("type", source)
+    return tx.wrap(value.__wrapped__, attr_of(source, "__wrapped__"))
+
+
+def is_method_of_self(value) -> bool:
+    """A C method bound to its object (`xs.append`, `dict.fromkeys`), not a C function whose
+    `__self__` is a module (`math.sqrt`) or pybind11's record of it
+    (`torch._C._get_tracing_state`)."""
+    if not isinstance(value, types.BuiltinMethodType):
+        return False
+    owner = value.__self__
+    if isinstance(owner, (types.ModuleType, type(None))):
+        return False
+    return isinstance(owner, type) or hasattr(type(owner), value.__name__)
+
+
+def wrap_method_of_self(tx, value, source):
+    """`xs.append` from outside: a method of an object, by its object and name."""
+    if source is not None:
+        tx.trace.assume("type", source)
+        tx.trace.assume("constant", attr_of(source, "__name__"))
+    return BoundMethodVariable(tx.wrap(value.__self__, attr_of(source, "__self__")), value.__name__)
+
+
+def wrap_partial(tx, value, source):
+    """`functools.partial(fn, *args, **kwargs)` from outside: its three parts, each guarded."""
+    if source is not None:
+        tx.trace.assume("type", source)
+    fn = tx.wrap(value.func, attr_of(source, "func"))
+    args = tx.wrap(value.args, attr_of(source, "args")).unpack(tx)
+    keywords = tx.wrap(value.keywords, attr_of(source, "keywords"))
+    kwargs = {k: keywords.value(tx, k) for k in list(keywords.items)}
+    return PartialVariable(fn, args, kwargs, source)
