@@ -3,10 +3,11 @@
 `CppOverrides` is the op -> C++ table and `CppKernel` the kernel writer, both built on
 kernel_writer.py's (shared with stage 6's Triton): every op becomes one typed, named
 temporary (`float tmp3 = std::sin(tmp1);`), identical expressions are emitted once.
-What is C++'s own is here: the table's C++ entries, constants and casts, the `if` of a
-masked load, and the loops: parallel outer loops, SIMD inner loops, reductions into
-accumulators. A value that a reduction loop stashed in an output (stash.py decides
-which) is loaded back from it, and the temporaries that computed it again are dropped.
+What is C++'s own is here: the table's C++ entries, the rungs of the constant ladder
+and casts, the `if` of a masked load, and the loops: parallel outer loops, SIMD inner
+loops, reductions into accumulators. Two passes of performance/ change the loops: an
+outer reduction turns them round (outer_reductions.py), and a value that a reduction loop
+stashed in an output is loaded back from it (stash.py).
 """
 
 import math
@@ -163,7 +164,7 @@ class CppKernel(KernelWriter):
         return super().emit(expr, dtype, **facts)
 
     def load(self, name: str, index) -> Value:
-        # A value left in a register is known by the text of its load, as the scheduler's
+        # A value left in a register is known by the text of its load, as stash.py's
         # `expressions` know it: the key of what a loop reads, not of how it was computed.
         value = super().load(name, index)
         return Value(value, value.dtype, key=self.keys.load(name, index))

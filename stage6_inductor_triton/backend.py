@@ -1,9 +1,10 @@
 """`compile_fx(gm, example_inputs)`: stage 5's pipeline with Triton at the end.
 
-lower (stage 5's graph.py) -> fuse (stage 5's scheduler.py) -> Triton (codegen_triton.py)
--> import the module (runtime.py) -> a Python wrapper that launches the kernels with
-their grids (stage 5's wrapper, with devices and launches) -> tune on first call
-(autotune.py). Nothing before the code generation is new: stage 5's `compile_graph`
+lower (stage 5's graph_lowering.py, with the GPU's rules) -> fuse (stage 5's
+scheduler.py) -> Triton (codegen_triton.py) -> import the module (runtime.py) -> a
+Python wrapper that launches the kernels with their grids (stage 5's wrapper, with
+devices and launches, launcher.py) -> tune on first call (performance/autotune.py).
+Nothing before the code generation is new: stage 5's `compile_graph`
 runs with this stage's code writer and loader, as inductor's Triton backend is a
 second codegen of its C++ one.
 

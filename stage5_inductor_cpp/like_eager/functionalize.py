@@ -19,7 +19,7 @@ other views. Each write has an owner, the tensor whose memory it is (an input, o
 node that made that memory), and a place in it (a `Layout` with an offset): a store
 into an input is written back through that layout, the view's elements only; the
 base or another view read after the write reads a copy of the owner's memory with the
-view stored into it (graph.py's `store`), which is how inductor lowers the
+view stored into it (in_place.py's `store`), which is how inductor lowers the
 `as_strided_scatter` of torch's functionalization.
 
 Which calls write, and into what, comes from the meta run (meta_run.py), not from

@@ -276,7 +276,7 @@ def note_eager_views(graph, node: torch.fx.Node, env: dict):
 def needs_new_memory(graph, value, tensor: torch.Tensor, want: Snapshot) -> bool:
     """Whether `value` must be copied to lie where eager's new tensor `tensor` does: it is a
     channels-last image, a contiguous copy of a transposed sum, a linear's columns of a
-    wider product (bias_addmm.py), an input where eager copies."""
+    wider product (performance/linear.py), an input where eager copies."""
     return owns_its_memory(graph, tensor, want) and not in_eager_memory(graph, value, tensor, want)
 
 

@@ -140,10 +140,11 @@ def _variance(graph, x, dims, correction, keepdim, dtype):
 
     Float data (float32, float16, bfloat16) takes one pass: the sums of `x`, of `x - k`
     and of `(x - k) ** 2` in double, where `k` is the row's first element, share one loop
-    (and one split, lowering.py). Then `var = (sum((x - k)**2) - sum(x - k)**2 / n) /
-    (n - correction)`. The shift keeps the difference from cancelling (the "shifted data"
-    algorithm): a row far from 0 loses no digits, since `k` is one of its own values. And a
-    float's square cannot overflow a double. Two passes, the mean and then the squared
+    (and one split, performance/split_reductions.py). Then
+    `var = (sum((x - k)**2) - sum(x - k)**2 / n) / (n - correction)`. The shift keeps the
+    difference from cancelling (the "shifted data" algorithm): a row far from 0 loses no
+    digits, since `k` is one of its own values. And a float's square cannot overflow a
+    double. Two passes, the mean and then the squared
     deviations, read the data twice (and on the GPU take two more kernels: a batch norm's
     statistics in training). Double data takes them: its square may overflow."""
     dims = reduced_dims(x, dims)

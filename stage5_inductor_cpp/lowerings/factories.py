@@ -3,7 +3,7 @@
 Each element is a function of its index, so the value is a `Pointwise` that any kernel
 reading it computes instead of loading: `x + torch.arange(n)` is one kernel with no
 buffer for the `arange` (torch/_inductor/lowering.py lowers factories the same way).
-Without tensor arguments, `graph.py` has already run the call once (it is shape
+Without tensor arguments, `graph_lowering.py` has already run the call once (it is shape
 arithmetic as far as it knows), and `out` holds its result: its size, its dtype, and
 for the filled ones the value.
 """

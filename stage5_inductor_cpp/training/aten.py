@@ -104,7 +104,8 @@ def as_torch_calls(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
 
 def is_conv2d(node: torch.fx.Node) -> bool:
     """Whether an `aten.convolution` is a `torch.conv2d`: of images, not transposed. As a
-    conv2d it runs channels-last between the kernels (layouts.py), as in inference."""
+    conv2d it runs channels-last between the kernels (performance/channels_last.py), as in
+    inference."""
     x, weight, _, _, _, _, transposed, output_padding, _ = node.args
     dims = [getattr(t.meta.get("val"), "ndim", None) for t in (x, weight)]
     return dims == [4, 4] and not transposed and not any(output_padding)
