@@ -121,18 +121,9 @@ def wrap_tuple(tx, value, source):
     it is wrapped item by item, as torch wraps every tuple, so that `f(x, (b, 1))` and
     `x.view(*shape)` make `b` a symbol (`L['shape'][0]`) when it changes, not a new constant
     tuple each time."""
-    if is_constant_value(value) and not (source is not None and holds_int_argument(value, source)):
+    if is_constant_value(value) and not shapes.holds_int_argument(value, source):
         return wrap_constant(tx, value, source)
     return wrap_sequence(tx, value, source)
-
-
-def holds_int_argument(value: tuple, source) -> bool:
-    """A tuple the frame received with an int in it (also in a tuple in it), which shapes.py
-    may make a symbol; a module's or a global's tuple stays one constant."""
-    if not shapes.is_argument(source):
-        return False
-    inner = [v for v in value if type(v) is tuple]
-    return any(type(v) is int for v in value) or any(holds_int_argument(v, source) for v in inner)
 
 
 def wrap_sequence(tx, value, source):

@@ -20,10 +20,10 @@ from .python.objects import class_attribute, class_lookup
 from .sources import AttrSource, ImportSource, attr_of, item_of
 from .tensor_ops import FACTORIES, tensor_variables
 from .torch_api.module_containers import ModuleContainer
+from .torch_api.module_hooks import call_with_hooks, hooks_of
 from .torch_api.queries import torch_query
 from .trace import code_signature
 from .variables import (
-    UNKNOWN,
     ConstantVariable,
     LazyVariable,
     TensorVariable,
@@ -80,13 +80,6 @@ class UserFunctionVariable(FunctionObject, Variable):
 
     def python_type(self):
         return types.FunctionType if self.self_arg is None else types.MethodType
-
-    def identity(self):
-        if self.value is None or self.self_arg is not None:
-            return UNKNOWN
-        if self.source is not None:  # `f is g` relies on the very object, not only its code
-            self.trace.assume("id", self.source)
-        return self.value
 
     def bound_to(self, obj: Variable | None) -> "UserFunctionVariable":
         bound = UserFunctionVariable(
@@ -278,32 +271,11 @@ class NNModuleVariable(ModuleContainer, Variable):
 
     def module_call(self, tx, args, kwargs):
         """nn.Module.__call__: forward alone when there are no hooks (guarded: one added later
-        recompiles); with forward hooks, torch's own `_call_impl`, inlined as torch/_dynamo
-        inlines it, so the hooks run in torch's order (and their dicts are guarded)."""
-        present = hooks_of(self.module)
-        if not present:
-            tx.trace.assume("module_hooks", self.source)
-            return self.get_attr(tx, "forward").call(tx, args, kwargs)
-        if backward := [h for h in present if "backward" in h]:
-            raise Unsupported(
-                "untraceable_call",
-                f"{type(self.module).__name__} has backward hooks ({', '.join(backward)}): "
-                "they act on autograd's graph, which a forward trace does not build",
-            )
-        call_impl = UserFunctionVariable.from_function(tx, torch.nn.Module._call_impl, None)
-        return call_impl.call(tx, [self, *args], kwargs)
+        recompiles); with hooks, torch's own `_call_impl` (torch_api/module_hooks.py)."""
+        if hooks_of(self.module):
+            return call_with_hooks(tx, self, args, kwargs)
+        tx.trace.assume("module_hooks", self.source)
+        return self.get_attr(tx, "forward").call(tx, args, kwargs)
 
     def __repr__(self):
         return f"NNModuleVariable({type(self.module).__name__} {self.source})"
-
-
-# The hooks nn.Module.__call__ runs around forward (stage 3's module_hooks guard reads these).
-MODULE_HOOKS = ("_forward_hooks", "_forward_pre_hooks", "_backward_hooks", "_backward_pre_hooks")
-GLOBAL_HOOKS = ("_global_forward_hooks", "_global_forward_pre_hooks", "_global_backward_hooks")
-GLOBAL_HOOKS += ("_global_backward_pre_hooks",)
-
-
-def hooks_of(module) -> list[str]:
-    """The names of the hook dicts, the module's own or global, that are not empty."""
-    present = [h for h in MODULE_HOOKS if getattr(module, h, None)]
-    return present + [h for h in GLOBAL_HOOKS if getattr(torch.nn.modules.module, h)]

@@ -11,11 +11,10 @@ exactly so (torch/_dynamo/side_effects.py, `SideEffects.codegen_update_mutated`)
 """
 
 import collections
-import inspect
-import types
 from dataclasses import dataclass
 
 from .errors import ObservedAttributeError
+from .like_eager.aliasing import Aliasing, is_slot
 
 DELETED = object()  # the value of an attribute the code deleted
 DICT_BASES = (collections.OrderedDict, collections.defaultdict, dict)
@@ -32,7 +31,7 @@ class AttributeStore:
     generic: bool
 
 
-class SideEffects:
+class SideEffects(Aliasing):
     """The changes of one trace to outside objects, shared by every frame of the VM.
 
     It also keeps the one Variable of each outside object whose identity the code can
@@ -77,73 +76,17 @@ class SideEffects:
         self.types[id(var)] = type(obj)
         for changed in list(self.changed.values()):
             self.keep_apart(changed, var)
-        # An object of a user class and its `__dict__`, reached by any two paths: one store
-        if hasattr(var, "instance_dict") and isinstance(getattr(obj, "__dict__", None), dict):
-            self.owners[id(obj.__dict__)] = var
-            held = self.objects.get(id(obj.__dict__))
-            if held is not None:
-                self.hold_attributes_in(var, held[1])
-        elif id(obj) in self.owners:
-            self.hold_attributes_in(self.owners[id(obj)], var)
-
-    def same_object(self, a, b) -> bool | None:
-        """`a is b` for two tracked Variables: one Variable per object, so the answer is
-        whether they are one Variable, and "distinct" is guarded when they are not. None
-        when either is not a tracked object from outside."""
-        if id(a) not in self.types or id(b) not in self.types:
-            return None
-        if a is not b:
-            self.keep_apart(a, b)
-        return a is b
-
-    def note_change(self, var):
-        """The trace changes `var` (a list's items, an object's attribute): if a later call
-        passed one object where this trace saw two, one change would hide the other."""
-        if id(var) not in self.types or id(var) in self.changed:
-            return
-        self.changed[id(var)] = var
-        for _, other in list(self.objects.values()):
-            self.keep_apart(var, other)
-
-    def keep_apart(self, changed, other):
-        """Objects of one type can be one object on a later call: assume they are not. Each
-        goes in the trace's set of objects that are all distinct (one DISTINCT guard checks
-        them at once: objects of two types are never one object, so that asks no more)."""
-        if other is not changed and self.types[id(other)] is self.types[id(changed)]:
-            self.trace.assume("distinct", changed.source)
-            self.trace.assume("distinct", other.source)
+        self.track_instance_dict(obj, var)
 
     # --- the changes -----------------------------------------------------------------------
 
     def store_attr(self, obj, name: str, value, generic: bool = False):
         self.note_change(obj)
-        view = self.instance_dicts.get(id(obj))
-        if view is not None and not is_slot(obj.python_type(), name):
-            self.store_in(view, name, value)
+        if self.store_in_instance_dict(obj, name, value):  # the code holds `obj.__dict__`
             return
         key = (id(obj), name)
         self.stores.pop(key, None)  # the last store goes last
         self.stores[key] = AttributeStore(obj, name, value, generic)
-
-    def hold_attributes_in(self, obj, view):
-        """The code holds `obj.__dict__` (`view`): the attributes the trace assigned so far
-        move into it, and later ones go there too (`store_attr`)."""
-        if id(obj) in self.instance_dicts:
-            return
-        self.instance_dicts[id(obj)] = view
-        for key in [key for key in self.stores if key[0] == id(obj)]:
-            store = self.stores.pop(key)
-            if not is_slot(obj.python_type(), store.name):
-                self.store_in(view, store.name, store.value)
-            else:
-                self.stores[key] = store
-
-    def store_in(self, view, name, value):
-        if value is DELETED:
-            view.items.pop(name, None)  # the caller checked that it was there
-        else:
-            view.items[name] = value
-        self.mutate(view)
 
     def load_attr(self, obj, name: str):
         """The value the trace assigned to `obj.name`, or None if it assigned none."""
@@ -231,11 +174,6 @@ def replay_changes(container, changes):
     than eager leaves it in."""
     for name, arguments in changes:
         getattr(container, name)(*arguments)
-
-
-def is_slot(cls, name) -> bool:
-    """An attribute kept in a `__slots__` slot, not in the instance's `__dict__`."""
-    return isinstance(inspect.getattr_static(cls, name, None), types.MemberDescriptorType)
 
 
 def assign_attribute(obj, name, value, generic):

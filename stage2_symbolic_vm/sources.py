@@ -237,24 +237,9 @@ class Assumption:
     source: Source | None = None
     other: Source | None = None
 
-    KINDS = (
-        "type",
-        "id",
-        "function",
-        "constant",
-        "tensor",
-        "length",
-        "dict_keys",
-        "absent",
-        "alias",
-        "distinct",
-        "module_hooks",
-        "grad_mode",
-        "inference_mode",
-        "default_dtype",
-        "default_device",
-        "autocast",
-    )
+    KINDS = ("type", "id", "function", "constant", "tensor", "length", "dict_keys", "absent")
+    KINDS += ("alias", "distinct", "module_hooks", "grad_mode", "inference_mode")
+    KINDS += ("default_dtype", "default_device", "autocast")
 
     def __post_init__(self):
         if self.kind not in self.KINDS:

@@ -13,6 +13,8 @@ import inspect
 import types
 from dataclasses import dataclass, field
 
+import torch
+
 from .sources import Assumption, Source
 
 OPS = ("input", "call_function", "call_method")
@@ -98,6 +100,13 @@ def format_argument(value, name_of=trace_node_name) -> str:
     if isinstance(value, slice):
         return f"slice({value.start!r}, {value.stop!r}, {value.step!r})"
     return target_name(value) if callable(value) and not isinstance(value, type) else repr(value)
+
+
+def op_name(target) -> str:
+    """`add_` for `x.add_`, `torch.add_`, `torch.ops.aten.add_.Tensor` alike."""
+    if isinstance(target, torch._ops.OpOverload):
+        return target.overloadpacket.__name__
+    return target if isinstance(target, str) else getattr(target, "__name__", "")
 
 
 def target_name(target) -> str:

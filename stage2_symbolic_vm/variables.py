@@ -271,22 +271,11 @@ class TensorVariable(Variable):
         raise Unsupported("unsupported_value", f"tensor attribute {name!r} is not modeled")
 
     def call_method(self, tx, name, args, kwargs):
-        if name == "type":
-            return self.type_method(tx, args, kwargs)
-        return tx.record_call(name, [self, *args], kwargs)
+        if name == "type":  # `x.type()` names the real device's tensor type
+            from .like_eager.devices import tensor_type  # devices.py builds on this file
 
-    def type_method(self, tx, args, kwargs):
-        """`x.type()` names the tensor type of the real device (the meta tensor would say
-        "torch.meta.FloatTensor"); `x.type(torch.float64)` converts, as `x.to` does."""
-        if not args and not kwargs:
-            name = torch.empty(0, dtype=self.meta.dtype).type()  # "torch.FloatTensor"
-            if self.device.type != "cpu":
-                name = name.replace("torch.", f"torch.{self.device.type}.", 1)
-            return ConstantVariable(name)
-        dtype = [*args, *kwargs.values()][0]
-        if not isinstance(dtype.as_python_constant(), torch.dtype):
-            raise Unsupported("untraceable_call", "`x.type(name)` with a type's name, not a dtype")
-        return tx.record_call("type", [self, *args], kwargs)
+            return tensor_type(tx, self, args, kwargs)
+        return tx.record_call(name, [self, *args], kwargs)
 
     def getitem(self, tx, key):
         return tx.record_call(operator.getitem, [self, key], {})

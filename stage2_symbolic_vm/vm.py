@@ -72,20 +72,15 @@ PY313 = sys.version_info >= (3, 13)
 MAX_INLINE_DEPTH = 32
 MAX_INSTRUCTIONS = 100_000
 
-# 3.11 spells some instructions differently from 3.12; they share one handler.
+# 3.11 spells some instructions differently from 3.12; they share one handler. dis gives every
+# jump an absolute target offset, so a jump backward is a jump.
 ALIASES = {
-    "POP_JUMP_FORWARD_IF_FALSE": "POP_JUMP_IF_FALSE",
-    "POP_JUMP_BACKWARD_IF_FALSE": "POP_JUMP_IF_FALSE",
-    "POP_JUMP_FORWARD_IF_TRUE": "POP_JUMP_IF_TRUE",
-    "POP_JUMP_BACKWARD_IF_TRUE": "POP_JUMP_IF_TRUE",
-    "POP_JUMP_FORWARD_IF_NONE": "POP_JUMP_IF_NONE",
-    "POP_JUMP_BACKWARD_IF_NONE": "POP_JUMP_IF_NONE",
-    "POP_JUMP_FORWARD_IF_NOT_NONE": "POP_JUMP_IF_NOT_NONE",
-    "POP_JUMP_BACKWARD_IF_NOT_NONE": "POP_JUMP_IF_NOT_NONE",
-    "JUMP_BACKWARD": "JUMP_FORWARD",  # dis gives every jump an absolute target offset
-    "JUMP_BACKWARD_NO_INTERRUPT": "JUMP_FORWARD",
-    "LOAD_FAST_CHECK": "LOAD_FAST",  # 3.12: LOAD_FAST where the local may be unbound
+    f"POP_JUMP_{direction}_IF_{test}": f"POP_JUMP_IF_{test}"
+    for direction in ("FORWARD", "BACKWARD")
+    for test in ("FALSE", "TRUE", "NONE", "NOT_NONE")
 }
+ALIASES |= dict.fromkeys(("JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT"), "JUMP_FORWARD")
+ALIASES["LOAD_FAST_CHECK"] = "LOAD_FAST"  # 3.12: LOAD_FAST where the local may be unbound
 
 
 @dataclass

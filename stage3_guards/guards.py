@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 
 import torch
 
-from stage2_symbolic_vm.functions import GLOBAL_HOOKS, MODULE_HOOKS
 from stage2_symbolic_vm.sources import Assumption, BuiltinSource, Source
 from stage2_symbolic_vm.torch_api.grad_modes import inference_mode_enabled
+from stage2_symbolic_vm.torch_api.module_hooks import GLOBAL_HOOKS, MODULE_HOOKS
 from stage2_symbolic_vm.variables import compared_by_identity
 
 

@@ -26,7 +26,7 @@ import stage2_symbolic_vm
 import stage3_guards
 from stage1_eval_frame import SKIP, clear_skip_marks, set_eval_frame, skip_code
 from stage1_eval_frame.logs import get_logger
-from stage2_symbolic_vm.functions import hooks_of
+from stage2_symbolic_vm.torch_api.module_hooks import hooks_of
 from stage3_guards import FrameCache, counters
 from stage3_guards.generated import forget_sources
 

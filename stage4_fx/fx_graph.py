@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import torch
 import torch.fx
 
+from stage2_symbolic_vm.like_eager.in_place import changes_state
 from stage2_symbolic_vm.sources import SizeSource, Source
-from stage2_symbolic_vm.tensor_ops import changes_state
 from stage2_symbolic_vm.trace import Node, Trace, map_nodes
 
 

@@ -33,7 +33,8 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ..errors import Unsupported
+from ..errors import ObservedException, Unsupported
+from ..performance import meta_cache
 from ..python.containers import SequenceVariable, TupleVariable
 from ..sources import ItemSource, LocalSource, SizeSource, Source
 from ..variables import BoundMethodVariable, ConstantVariable, Variable
@@ -127,6 +128,15 @@ def is_argument(source: Source) -> bool:
     while isinstance(source, ItemSource):
         source = source.base
     return isinstance(source, LocalSource)
+
+
+def holds_int_argument(value: tuple, source) -> bool:
+    """A tuple the frame received with an int in it (also in a tuple in it), which may become
+    a symbol; a module's or a global's tuple stays one constant (builder.py's wrap_tuple)."""
+    if source is None or not is_argument(source):
+        return False
+    inner = [v for v in value if type(v) is tuple]
+    return any(type(v) is int for v in value) or any(holds_int_argument(v, source) for v in inner)
 
 
 class Shapes:
@@ -462,6 +472,18 @@ class SymSliceVariable(Variable):
 
     def __repr__(self):
         return f"SymSliceVariable({self.parts!r})"
+
+
+def run_on_fakes(target, meta_args, meta_kwargs, shown, trace_shapes):
+    """`run_on_meta` in a trace with symbols: on FakeTensors, under their mode (no cache: the
+    answers hold symbols); an op whose output shape depends on the data is a graph break."""
+    with trace_shapes.mode(), unsupported_symbolic_ops():
+        try:
+            return meta_cache.run(target, meta_args, meta_kwargs)
+        except (RuntimeError, TypeError, ValueError, IndexError) as error:
+            if type(error).__module__.startswith(("torch._subclasses", "torch.fx.experimental")):
+                raise
+            raise ObservedException(error, shown) from None
 
 
 @contextlib.contextmanager

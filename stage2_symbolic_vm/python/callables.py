@@ -15,13 +15,20 @@ import torch
 
 from ..errors import ObservedAttributeError, Unsupported
 from ..sources import attr_of, item_of
-from ..variables import BoundMethodVariable, ConstantVariable, Variable
+from ..variables import UNKNOWN, BoundMethodVariable, ConstantVariable, Variable
 from .containers import DictVariable, TupleVariable
 from .objects import SLOT_TYPES, BuiltinSlotVariable, UserObjectVariable
 
 
 class FunctionObject:
     """A UserFunctionVariable's attributes, and how the new code makes the function again."""
+
+    def identity(self):
+        if self.value is None or self.self_arg is not None:
+            return UNKNOWN
+        if self.source is not None:  # `f is g` relies on the very object, not only its code
+            self.trace.assume("id", self.source)
+        return self.value
 
     def get_attr(self, tx, name):
         if self.self_arg is not None and name in ("__self__", "__func__"):

@@ -29,7 +29,8 @@ import inspect
 import types
 
 from ..errors import CannotReconstruct, ObservedAttributeError, ObservedException, Unsupported
-from ..side_effects import DELETED, DICT_BASES, is_slot
+from ..like_eager.aliasing import is_slot
+from ..side_effects import DELETED, DICT_BASES
 from ..sources import DictItemSource, attr_of, item_of
 from ..variables import (
     UNKNOWN,
