@@ -48,14 +48,7 @@ from .like_eager.meta_run import (
     storage_id,
     tensors_in,
 )
-from .lowering import (
-    LOWERINGS,
-    SAME_DTYPE,
-    SUPPORTED_DTYPES,
-    EagerOnly,
-    Fallback,
-    is_tensor,
-)
+from .lowering import LOWERINGS, SAME_DTYPE, SUPPORTED_DTYPES, EagerOnly, Fallback, is_tensor
 from .lowerings.arguments import by_position
 from .performance import channels_last, reuse
 from .performance.bias_addmm import bias_addmm
