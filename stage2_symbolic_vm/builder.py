@@ -25,24 +25,13 @@ import types
 
 import torch
 
+from . import functions
 from .dynamic_shapes import shapes
 from .errors import Unsupported
-from .functions import (
-    NNModuleVariable,
-    TorchVariable,
-    UserFunctionVariable,
-    is_torch_function,
-    is_torch_object,
-)
-from .python import callables, containers, iterators, objects
-from .python.builtins_table import (
-    PYTHON_MODULES,
-    BuiltinVariable,
-    PythonModuleVariable,
-    is_modeled_builtin,
-)
+from .functions import NNModuleVariable, TorchVariable, UserFunctionVariable
+from .python import builtins_table, callables, containers, iterators, objects
 from .python.containers import ListVariable, TupleVariable
-from .sources import attr_of, item_of
+from .sources import item_of
 from .torch_api import grad_modes
 from .torch_api.autograd_function import AutogradFunctionVariable
 from .torch_api.queries import ConstantResultVariable, torch_query
@@ -130,18 +119,8 @@ def wrap_sequence(tx, value, source):
     """A list or a tuple: its type and length, and each item."""
     assume(tx, "type", source)
     assume(tx, "length", source)
-    items = wrap_items(tx, value, source)
+    items = [tx.read(LazyVariable(v, item_of(source, i))) for i, v in enumerate(value)]
     return ListVariable(items, source) if type(value) is list else TupleVariable(items, source)
-
-
-def wrap_namedtuple(tx, value, source):
-    """A namedtuple: its type (which fixes its length), and each item."""
-    assume(tx, "type", source)
-    return TupleVariable(wrap_items(tx, value, source), source, tuple_type=type(value))
-
-
-def wrap_items(tx, value, source) -> list:
-    return [tx.read(LazyVariable(v, item_of(source, i))) for i, v in enumerate(value)]
 
 
 def wrap_function(tx, value, source):
@@ -150,22 +129,15 @@ def wrap_function(tx, value, source):
     (`inspect.signature`) and the ones marked constant are recognised by identity."""
     if getattr(value, ConstantResultVariable.MARK, 0):
         kind = ConstantResultVariable
-    elif is_torch_function(value) or torch_query(value) is not None:
+    elif functions.is_torch_function(value) or torch_query(value) is not None:
         kind = TorchVariable
-    elif is_modeled_builtin(value):
-        kind = BuiltinVariable
+    elif builtins_table.is_modeled_builtin(value):
+        kind = builtins_table.BuiltinVariable
     else:
         assume(tx, "function", source)
         return UserFunctionVariable.from_function(tx, value, source)
     assume(tx, "id", source)
     return kind(value, source)
-
-
-def wrap_method(tx, value, source):
-    """A bound method: its function and its object, each wrapped (and guarded) on its own."""
-    assume(tx, "type", source)
-    function = wrap(tx, value.__func__, attr_of(source, "__func__"))
-    return function.bound_to(wrap(tx, value.__self__, attr_of(source, "__self__")))
 
 
 def wrap_module(tx, value, source):
@@ -192,9 +164,9 @@ def is_autograd_function(value) -> bool:
 
 # What a module, a class or a library's function is, by identity, in order.
 BY_IDENTITY = (
-    (is_torch_object, TorchVariable),  # torch, torch.nn.functional, torch.sin, torch.Size
-    (lambda v: any(v is m for m in PYTHON_MODULES), PythonModuleVariable),  # math, itertools
-    (is_modeled_builtin, BuiltinVariable),  # len, isinstance, dict
+    (functions.is_torch_object, TorchVariable),  # torch, torch.nn.functional, torch.sin, torch.Size
+    (builtins_table.is_python_module, builtins_table.PythonModuleVariable),  # math, itertools
+    (builtins_table.is_modeled_builtin, builtins_table.BuiltinVariable),  # len, dict
     (is_autograd_function, AutogradFunctionVariable),
     (objects.is_python_class, objects.UserClassVariable),
 )
@@ -205,14 +177,14 @@ WRAPPERS = (
     (lambda v: type(v) is tuple, wrap_tuple),  # before constants: an int in it may be a symbol
     (is_constant_value, wrap_constant),  # int, str, dtype, an enum, a tuple of constants
     (lambda v: type(v) is list, wrap_sequence),
-    (lambda v: isinstance(v, tuple) and hasattr(type(v), "_fields"), wrap_namedtuple),
+    (containers.is_namedtuple, containers.wrap_namedtuple),
     (lambda v: type(v) in iterators.LIST_ITERATORS, iterators.wrap_list_iterator),
     (lambda v: type(v) in containers.DICT_TYPES, containers.wrap_dict),
     (lambda v: type(v) in (set, frozenset), containers.wrap_set),
     (grad_modes.is_grad_mode, grad_modes.wrap_grad_mode),  # torch.no_grad, torch.no_grad()
     (callables.is_cached_function, callables.wrap_cached_function),  # functools.lru_cache
     (lambda v: isinstance(v, types.FunctionType), wrap_function),
-    (lambda v: isinstance(v, types.MethodType), wrap_method),
+    (lambda v: isinstance(v, types.MethodType), callables.wrap_method),
     (callables.is_method_of_self, callables.wrap_method_of_self),  # xs.append
     (lambda v: isinstance(v, functools.partial), callables.wrap_partial),
     (lambda v: isinstance(v, torch.nn.Module), wrap_module),

@@ -8,29 +8,21 @@ inlines its `forward`. This is torch/_dynamo/variables/{functions,torch,nn_modul
 in three classes.
 """
 
-import sys
 import types
 
 import torch
 
 from .errors import ObservedAttributeError, ObservedException, Unsupported
-from .python.callables import FunctionObject
+from .python.callables import FunctionObject, globals_source
 from .python.containers import DictVariable, TupleVariable
 from .python.objects import class_attribute, class_lookup
-from .sources import AttrSource, ImportSource, attr_of, item_of
+from .sources import attr_of, item_of
 from .tensor_ops import FACTORIES, tensor_variables
 from .torch_api.module_containers import ModuleContainer
 from .torch_api.module_hooks import call_with_hooks, hooks_of
-from .torch_api.queries import torch_query
+from .torch_api.queries import TORCH_CONSTANT_CLASSES, answer_now, torch_query
 from .trace import code_signature
-from .variables import (
-    ConstantVariable,
-    LazyVariable,
-    TensorVariable,
-    Variable,
-    constant_args,
-    is_constant_value,
-)
+from .variables import ConstantVariable, LazyVariable, Variable, is_constant_value
 
 
 class UserFunctionVariable(FunctionObject, Variable):
@@ -65,10 +57,7 @@ class UserFunctionVariable(FunctionObject, Variable):
             k: LazyVariable(v, item_of(attr_of(source, "__kwdefaults__"), k))
             for k, v in (fn.__kwdefaults__ or {}).items()
         }
-        cells = []
-        for i, cell in enumerate(fn.__closure__ or ()):
-            cell_source = item_of(attr_of(source, "__closure__"), i)
-            cells.append(tx.outside_cell(cell, cell_source, attr_of(cell_source, "cell_contents")))
+        cells = tx.closure_cells(fn, source)  # opcodes/names.py
         var = cls(fn.__code__, fn.__globals__, defaults, kwdefaults, cells, source=source)
         var.globals_source = globals_source(fn, source)
         var.value, var.trace = fn, tx.trace if source is not None else None
@@ -118,20 +107,10 @@ class UserFunctionVariable(FunctionObject, Variable):
         return f"UserFunctionVariable({self.name})"
 
 
-def globals_source(fn, source):
-    """Where a function's globals are read from: its module's `__dict__` when it has one (so
-    every function of a module reads a global through one source, and guards it once)."""
-    module = sys.modules.get(fn.__module__) if isinstance(fn.__module__, str) else None
-    if module is not None and vars(module) is fn.__globals__:
-        return AttrSource(ImportSource(fn.__module__), "__dict__")
-    return attr_of(source, "__globals__")
-
-
 # Namespaces whose functions are tensor operations: recorded as one node, never inlined.
 TORCH_MODULES = (torch, torch.nn, torch.nn.functional, torch.linalg, torch.fft, torch.special)
 TORCH_FUNCTION_MODULES = {"torch", "torch.functional", "torch.nn.functional", "torch._C._nn"}
 TORCH_FUNCTION_MODULES |= {"torch._C._linalg", "torch._C._fft", "torch._C._special"}
-TORCH_CONSTANT_CLASSES = (torch.Size, torch.device, torch.dtype, torch.finfo, torch.iinfo)
 # torch.ops.aten.add.Tensor: namespaces of operators, operator packets, and operators.
 TORCH_OPS_TYPES = (torch._ops._OpNamespace, torch._ops.OpOverloadPacket, torch._ops.OpOverload)
 
@@ -158,9 +137,6 @@ class TorchVariable(Variable):
     def python_type(self):
         return type(self.value)
 
-    def as_python_object(self):
-        return self.value
-
     def identity(self):
         return self.value
 
@@ -185,13 +161,9 @@ class TorchVariable(Variable):
         return tx.wrap(value, source)
 
     def call(self, tx, args, kwargs):
-        if (query := torch_query(self.value)) is not None:
-            return query(tx, *args, **kwargs)
-        if self.value is torch.is_tensor and len(args) == 1:
-            return ConstantVariable(isinstance(args[0], TensorVariable))
-        if self.value in TORCH_CONSTANT_CLASSES:  # torch.Size([2, 3]), torch.finfo(dtype)
-            args, kwargs = constant_args(args, kwargs)
-            return ConstantVariable(tx.run_python(self.value, *args, **kwargs))
+        answer = answer_now(tx, self.value, args, kwargs)  # `torch.is_grad_enabled()`
+        if answer is not None:
+            return answer
         helper = isinstance(self.value, types.FunctionType) and self.value.__name__ not in FACTORIES
         if helper and not tensor_variables([*args, *kwargs.values()]):
             # a Python helper of torch (`F._none_or_dtype(None)`), not a tensor op: inline it
@@ -214,9 +186,6 @@ class NNModuleVariable(ModuleContainer, Variable):
 
     def python_type(self):
         return type(self.module)
-
-    def as_python_object(self):
-        return self.module
 
     def identity(self):
         return self.module

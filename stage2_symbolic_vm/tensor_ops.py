@@ -22,9 +22,11 @@ from .dynamic_shapes import shapes
 from .errors import ObservedException, Unsupported
 from .like_eager.devices import result_device
 from .like_eager.in_place import mutated_arguments
-from .like_eager.no_meta_kernel import on_zeros, static_shape
+from .like_eager.no_meta_kernel import on_zeros
 from .performance import meta_cache
-from .python.containers import DictVariable, ListVariable, SequenceVariable, TupleVariable
+from .python.containers import DictVariable, ListVariable, SequenceVariable, TupleVariable, realized
+from .torch_api.grad_modes import check_autocast
+from .torch_api.queries import assume_process_state
 from .trace import op_name, target_name
 from .variables import ConstantVariable, TensorVariable, constant_args, is_constant_value
 
@@ -53,18 +55,6 @@ def check_traceable(target, name, args, kwargs):
         raise Unsupported(
             "untraceable_call", f"{shown} is not traced (side effect or device query)"
         )
-
-
-def realized(tx, value):
-    """`value` with every item of its dicts read (a dict from outside wraps its values only
-    when they are used: here they are)."""
-    if isinstance(value, DictVariable):
-        for key in list(value.items):
-            realized(tx, value.value(tx, key))
-    elif isinstance(value, SequenceVariable):
-        for item in value.items:
-            realized(tx, item)
-    return value
 
 
 def to_values(value, meta: bool):
@@ -116,7 +106,7 @@ def record_call(tx, target, args: list, kwargs: dict):
         return tx.wrap_constant_result(tx.run_python(target, *constants, **named), shown)
     if not tensors and name not in FACTORIES:
         raise Unsupported("untraceable_call", f"{shown} called without a tensor argument")
-    check_autocast(tx, tensors, shown)
+    check_autocast(tx, tensors, shown)  # torch_api/grad_modes.py
     device = result_device(name, tensors, args, kwargs, shown)  # like_eager/devices.py
     meta_args, meta_kwargs = to_values(list(args), True), to_values(dict(kwargs), True)
     result, written = run(tx, target, name, meta_args, meta_kwargs, tensors, shown)
@@ -130,11 +120,7 @@ def record_call(tx, target, args: list, kwargs: dict):
         raise Unsupported(
             "untraceable_call", f"{shown} returns {type(result).__name__}, not a tensor"
         )
-    tx.trace.assume("grad_mode")
-    if relies_on_default_dtype(name, tensors, kwargs, result):
-        tx.trace.assume("default_dtype")
-    if not tensors and "device" not in kwargs:  # a factory: made on the default device
-        tx.trace.assume("default_device")
+    assume_process_state(tx, tensors, kwargs, result, factory=name in FACTORIES)
     same = next((v for v in tensors if v.meta is result), None)
     # What the op writes: by its name and arguments (like_eager/in_place.py), and by the meta
     # run itself (an op that writes in place bumps its tensor's version counter).
@@ -184,36 +170,15 @@ def run_on_meta(target, meta_args, meta_kwargs, shown):
         try:  # torch's meta function, or its answer kept from an earlier run (meta_cache.py)
             return meta_cache.call(target, meta_args, meta_kwargs)
         except NotImplementedError as error:  # no meta kernel: data-dependent, or just missing
-            if not static_shape(op_name(target)):
-                first = str(error).splitlines()[0]
-                raise Unsupported("dynamic_shape_op", f"{shown}: {first}") from None
-            return on_zeros(target, meta_args, meta_kwargs)  # like_eager/no_meta_kernel.py
+            return on_zeros(target, meta_args, meta_kwargs, shown, error)
     except (RuntimeError, TypeError, ValueError, IndexError) as error:
         raise ObservedException(error, shown) from None
-
-
-def check_autocast(tx, tensors, shown):
-    """Autocast changes the dtypes ops compute in, on real devices but not on meta tensors:
-    a trace under autocast would record the wrong dtypes. The state is guarded, and a
-    frame that runs under autocast runs in eager (torch/_dynamo traces it on FakeTensors)."""
-    tx.trace.assume("autocast")
-    devices = {t.device.type for t in tensors} or {torch.get_default_device().type}
-    if any(torch.is_autocast_enabled(d) for d in devices if d in ("cpu", "cuda")):
-        raise Unsupported("untraceable_call", f"{shown} runs under torch.autocast")
 
 
 def tensors_in_meta(result) -> bool:
     if isinstance(result, torch.Tensor):
         return True
     return isinstance(result, (tuple, list)) and any(tensors_in_meta(r) for r in result)
-
-
-def relies_on_default_dtype(name, tensors, kwargs, result) -> bool:
-    """A factory without dtype=, or a float result from non-float inputs (`int_tensor * 0.5`)."""
-    if name in FACTORIES and "dtype" not in kwargs:
-        return True
-    floating = isinstance(result, torch.Tensor) and result.dtype.is_floating_point
-    return floating and not any(t.meta.dtype.is_floating_point for t in tensors)
 
 
 def wrap_result(tx, node, meta, device):

@@ -48,12 +48,6 @@ class Variable:
     def set_attr(self, tx, name: str, value: "Variable") -> None:
         raise Unsupported("unsupported_mutation", f"cannot assign attribute {name!r} of {self}")
 
-    def method(self, name: str) -> "Variable":
-        """`xs.append`: a bound method of a list, tuple, dict or set, answered by `call_method`."""
-        if not callable(getattr(self.python_type(), name, None)):
-            raise ObservedAttributeError(f"{self.python_type().__name__} has no attribute {name!r}")
-        return BoundMethodVariable(self, name)
-
     def call(self, tx, args: list, kwargs: dict) -> "Variable":
         raise Unsupported("untraceable_call", f"cannot call {self}")
 
@@ -171,23 +165,14 @@ class ConstantVariable(Variable):
         return self.as_python_constant()
 
     def get_attr(self, tx, name):
-        value = self.as_python_constant()
-        if not hasattr(value, name):
-            raise ObservedAttributeError(f"{type(value).__name__} has no attribute {name!r}")
-        if callable(getattr(value, name)):
-            return BoundMethodVariable(self, name)
-        return tx.wrap_constant_result(getattr(value, name), f"attribute {name!r}")
+        from .python.constants import attribute  # constants.py builds on this file
+
+        return attribute(tx, self, name)  # `(2.5).real`, `"a,b".split`
 
     def call_method(self, tx, name, args, kwargs):
-        # Constants are immutable, so any method of one is a pure function of constants. None
-        # changes its arguments either: a dict (`str.format_map`, `str.translate`) or the
-        # iterable of `str.join` is read whole, into a new one.
-        if name == "join" and len(args) == 1 and not args[0].is_python_constant():
-            args = [ConstantVariable(tuple(v.as_python_constant() for v in args[0].unpack(tx)))]
-        values = [method_argument(tx, a) for a in args]
-        kwargs = {k: v.as_python_constant() for k, v in kwargs.items()}
-        result = tx.run_python(getattr(self.as_python_constant(), name), *values, **kwargs)
-        return tx.wrap_constant_result(result, f"{type(self.value).__name__}.{name}()")
+        from .python.constants import fold_method  # constants.py builds on this file
+
+        return fold_method(tx, self, name, args, kwargs)  # `"a,b".split(",")`: run now
 
     def getitem(self, tx, key):
         value = tx.run_python(operator.getitem, self.as_python_constant(), key.as_python_constant())
@@ -211,16 +196,6 @@ class ConstantVariable(Variable):
 
     def __repr__(self):
         return f"ConstantVariable({self.value!r})"
-
-
-def method_argument(tx, value: Variable):
-    """An argument of a constant's method: a constant, or a dict of constants read now into a
-    new dict (`str.format_map`, `str.translate` only read it)."""
-    if value.is_python_constant() or not issubclass(value.python_type(), dict):
-        return value.as_python_constant()
-    return {
-        k.as_python_constant(): value.getitem(tx, k).as_python_constant() for k in value.unpack(tx)
-    }
 
 
 def constant_args(args, kwargs):

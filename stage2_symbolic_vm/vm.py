@@ -32,7 +32,7 @@ import torch
 
 from stage1_eval_frame.logs import get_logger
 
-from . import builder, tensor_ops
+from . import builder, sources, tensor_ops
 from .dynamic_shapes import shapes
 from .errors import Location, ObservedException, Unsupported
 from .functions import UserFunctionVariable
@@ -42,23 +42,13 @@ from .opcodes.control_flow import ControlFlow
 from .opcodes.exceptions import Exceptions
 from .opcodes.names import Names
 from .python import operators
-from .python.containers import DictVariable, ListVariable, SequenceVariable, TupleVariable
-from .python.iterators import GeneratorVariable
+from .python.containers import DictVariable, ListVariable, SequenceVariable, TupleVariable, realized
 from .python.objects import ObjectVariable
 from .side_effects import SideEffects
-from .sources import (
-    AttrSource,
-    BuiltinSource,
-    FunctionSource,
-    GlobalSource,
-    ItemSource,
-    LocalSource,
-)
 from .torch_api.grad_modes import outside_inference_mode
 from .trace import Trace, bind_frame
 from .variables import (
     NULL,
-    CellVariable,
     ConstantVariable,
     LazyVariable,
     TensorVariable,
@@ -71,6 +61,7 @@ PY312 = sys.version_info >= (3, 12)
 PY313 = sys.version_info >= (3, 13)
 MAX_INLINE_DEPTH = 32
 MAX_INSTRUCTIONS = 100_000
+GENERATOR_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
 
 # 3.11 spells some instructions differently from 3.12; they share one handler. dis gives every
 # jump an absolute target offset, so a jump backward is a jump.
@@ -117,16 +108,16 @@ def trace(fn, *args, **kwargs) -> Trace:
     if not isinstance(function, types.FunctionType):
         raise TypeError(f"trace() needs a Python function or method, got {type(fn).__name__}")
     code = function.__code__
-    if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
+    if code.co_flags & GENERATOR_FLAGS:
         raise Unsupported("unsupported_value", f"{code.co_qualname} is a generator function")
     with shapes.compiling(shapes.current_policy()), outside_inference_mode():
         while True:  # once, or twice when the first symbol appears late (shapes.RestartTrace)
             tx = InstructionTranslator(code, function.__globals__, Trace(code))
             if isinstance(fn, types.MethodType):  # the method's `self` is not an argument
                 tx.locals[code.co_varnames[0]] = LazyVariable(
-                    fn.__self__, AttrSource(FunctionSource(), "__self__")
+                    fn.__self__, sources.AttrSource(sources.FunctionSource(), "__self__")
                 )
-            tx.locals.update({n: LazyVariable(v, LocalSource(n)) for n, v in L.items()})
+            tx.locals.update({n: LazyVariable(v, sources.LocalSource(n)) for n, v in L.items()})
             tx.bind_closure(function)
             try:
                 output = tx.run()
@@ -139,7 +130,7 @@ def trace(fn, *args, **kwargs) -> Trace:
             f"the function changes {tx.side_effects.describe()}: a replay of the trace alone "
             "would lose the change (stage 4 writes such changes back)",
         )
-    tx.trace.output = output_structure(tensor_ops.realized(tx, output))
+    tx.trace.output = output_structure(realized(tx, output))
     log.info("traced %s:\n%s", code.co_qualname, tx.trace)
     return tx.trace
 
@@ -172,7 +163,7 @@ class InstructionTranslator(Names, Calls, Building, ControlFlow, Exceptions):
         self.exception_entries = dis.Bytecode(code).exception_entries
         self.stack: list[Variable] = []
         self.locals: dict[str, Variable] = {}
-        self.cells: dict[str, CellVariable] = {}
+        self.cells: dict = {}  # name -> CellVariable: the closure cells
         self.ip = 0  # the next instruction to run
         self.current = 0  # the instruction running now
         self.lineno = code.co_firstlineno
@@ -313,8 +304,8 @@ class InstructionTranslator(Names, Calls, Building, ControlFlow, Exceptions):
 
     def global_source(self, name):
         if self.globals_source is None:
-            return GlobalSource(name)
-        return ItemSource(self.globals_source, name)
+            return sources.GlobalSource(name)
+        return sources.ItemSource(self.globals_source, name)
 
     def truth(self, value) -> bool:
         return value.truth(self)
@@ -332,12 +323,8 @@ class InstructionTranslator(Names, Calls, Building, ControlFlow, Exceptions):
         )
         child.locals = {name: self.read(value) for name, value in arguments.items()}
         child.cells = dict(zip(fn.code.co_freevars, fn.closure, strict=True))
-        if fn.code.co_flags & (
-            inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
-        ):
-            if not fn.code.co_flags & inspect.CO_GENERATOR:
-                raise Unsupported("unsupported_value", f"{fn.name} is a coroutine")
-            return GeneratorVariable(child)  # runs up to each `yield` when asked for an item
+        if fn.code.co_flags & GENERATOR_FLAGS:  # runs up to each `yield` when asked for an item
+            return self.start_generator(fn, child)  # (opcodes/control_flow.py)
         return child.run()
 
     def root(self):
@@ -398,7 +385,7 @@ class InstructionTranslator(Names, Calls, Building, ControlFlow, Exceptions):
         elif name in self.globals:
             value = self.wrap(self.globals[name], self.global_source(name))
         elif hasattr(builtins, name):
-            value = self.wrap(getattr(builtins, name), BuiltinSource(name))
+            value = self.wrap(getattr(builtins, name), sources.BuiltinSource(name))
         else:
             raise ObservedException(NameError(f"name {name!r} is not defined"))
         self.push_callable(value, null=bool(inst.arg & 1))  # every version: the low bit: a NULL

@@ -9,7 +9,9 @@ shape depends on the data: that is a graph break.
 import torch
 import torch.utils._pytree as pytree
 
+from ..errors import Unsupported
 from ..performance import meta_cache
+from ..trace import op_name
 
 
 def static_shape(name: str) -> bool:
@@ -25,9 +27,13 @@ def static_shape(name: str) -> bool:
 META = torch.device("meta")
 
 
-def on_zeros(target, meta_args, meta_kwargs):
+def on_zeros(target, meta_args, meta_kwargs, shown, error: NotImplementedError):
     """An op with no meta kernel (`torch._transformer_encoder_layer_fwd` in torch 2.11), run
-    on real tensors of zeros to learn its result's metadata, as FakeTensor's fallback does."""
+    on real tensors of zeros to learn its result's metadata, as FakeTensor's fallback does;
+    one whose result's shape depends on the data stops the VM (`error` says why)."""
+    if not static_shape(op_name(target)):
+        first = str(error).splitlines()[0]
+        raise Unsupported("dynamic_shape_op", f"{shown}: {first}") from None
 
     def real(value):
         if isinstance(value, torch.Tensor):

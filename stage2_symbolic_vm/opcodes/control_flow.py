@@ -8,6 +8,7 @@ block runs its manager's own `__enter__` and `__exit__` in the VM, and 3.13 chec
 every condition with TO_BOOL first.
 """
 
+import inspect
 import operator
 import sys
 
@@ -15,6 +16,7 @@ from ..errors import ObservedException, Unsupported
 from ..python import operators
 from ..python.containers import ListVariable
 from ..python.exceptions import ExceptionVariable
+from ..python.iterators import GeneratorVariable
 from ..sources import BuiltinSource
 from ..variables import ConstantVariable
 from .exceptions import Reraised
@@ -64,6 +66,13 @@ class ControlFlow:
         self.stack.extend(reversed(items[:before]))
 
     # --- generators ---------------------------------------------------------------------------
+
+    def start_generator(self, fn, child):
+        """A call of a generator function: a generator whose frame, `child`, runs up to each
+        `yield` when the consumer asks for an item (a coroutine is not traced)."""
+        if not fn.code.co_flags & inspect.CO_GENERATOR:
+            raise Unsupported("unsupported_value", f"{fn.name} is a coroutine")
+        return GeneratorVariable(child)
 
     def RETURN_GENERATOR(self, inst):
         # The frame of a generator starts here when first resumed; the POP_TOP after this

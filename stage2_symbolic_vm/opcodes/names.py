@@ -13,7 +13,7 @@ import sys
 from ..errors import ObservedException, Unsupported
 from ..python.builtins_table import class_of
 from ..python.callables import SuperVariable
-from ..sources import ClosureSource, ImportSource
+from ..sources import ClosureSource, ImportSource, attr_of, item_of
 from ..variables import NULL, CellVariable, LazyVariable, Variable
 
 
@@ -57,6 +57,16 @@ class Names:
                 contents = None
             self.outside_cells[id(cell)] = (cell, CellVariable(contents, source))
         return self.outside_cells[id(cell)][1]
+
+    def closure_cells(self, fn, source) -> list:
+        """The CellVariables of the closure of `fn`, a function from outside at `source`."""
+        cells = []
+        for i, cell in enumerate(fn.__closure__ or ()):
+            cell_source = item_of(attr_of(source, "__closure__"), i)
+            cells.append(
+                self.outside_cell(cell, cell_source, attr_of(cell_source, "cell_contents"))
+            )
+        return cells
 
     def MAKE_CELL(self, inst):
         self.cells[inst.argval] = CellVariable(self.locals.pop(inst.argval, None))

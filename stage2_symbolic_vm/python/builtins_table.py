@@ -80,6 +80,11 @@ TENSOR_BUILTINS = {abs, pow, divmod, round}
 PYTHON_MODULES = (math, operator, itertools, functools, collections)
 
 
+def is_python_module(value) -> bool:
+    """A module of the standard library whose functions the table models (builder.py)."""
+    return any(value is m for m in PYTHON_MODULES)
+
+
 class BuiltinVariable(Variable):
     """A builtin function or class, or a function of the standard library the VM models."""
 
@@ -88,9 +93,6 @@ class BuiltinVariable(Variable):
 
     def python_type(self):
         return type(self.fn)
-
-    def as_python_object(self):
-        return self.fn
 
     def identity(self):
         return self.fn

@@ -9,12 +9,13 @@ how stage 4's new code rebuilds it. A method object of another callable, a parti
 """
 
 import functools
+import sys
 import types
 
 import torch
 
 from ..errors import ObservedAttributeError, Unsupported
-from ..sources import attr_of, item_of
+from ..sources import AttrSource, ImportSource, attr_of, item_of
 from ..variables import UNKNOWN, BoundMethodVariable, ConstantVariable, Variable
 from .containers import DictVariable, TupleVariable
 from .objects import SLOT_TYPES, BuiltinSlotVariable, UserObjectVariable
@@ -81,6 +82,15 @@ class FunctionObject:
             )
         else:
             cg.make_function(self)
+
+
+def globals_source(fn, source):
+    """Where a function's globals are read from: its module's `__dict__` when it has one (so
+    every function of a module reads a global through one source, and guards it once)."""
+    module = sys.modules.get(fn.__module__) if isinstance(fn.__module__, str) else None
+    if module is not None and vars(module) is fn.__globals__:
+        return AttrSource(ImportSource(fn.__module__), "__dict__")
+    return attr_of(source, "__globals__")
 
 
 # The attributes a function keeps in itself, not in its `__dict__` (CPython's func_getsetlist
@@ -229,3 +239,11 @@ def wrap_partial(tx, value, source):
     keywords = tx.wrap(value.keywords, attr_of(source, "keywords"))
     kwargs = {k: keywords.value(tx, k) for k in list(keywords.items)}
     return PartialVariable(fn, args, kwargs, source)
+
+
+def wrap_method(tx, value, source):
+    """A bound method: its function and its object, each wrapped (and guarded) on its own."""
+    if source is not None:
+        tx.trace.assume("type", source)
+    function = tx.wrap(value.__func__, attr_of(source, "__func__"))
+    return function.bound_to(tx.wrap(value.__self__, attr_of(source, "__self__")))

@@ -25,11 +25,12 @@ import operator
 import sys
 import types
 
-from ..errors import ObservedException, Unsupported
+from ..errors import ObservedAttributeError, ObservedException, Unsupported
 from ..side_effects import replay_changes
 from ..sources import attr_of, item_of
 from ..variables import (
     UNKNOWN,
+    BoundMethodVariable,
     ConstantVariable,
     LazyVariable,
     TensorVariable,
@@ -37,6 +38,13 @@ from ..variables import (
     compared_by_identity,
     is_constant_value,
 )
+
+
+def bound_method(value: Variable, name: str) -> Variable:
+    """`xs.append`: a bound method of a list, tuple, dict or set, answered by `call_method`."""
+    if not callable(getattr(value.python_type(), name, None)):
+        raise ObservedAttributeError(f"{value.python_type().__name__} has no attribute {name!r}")
+    return BoundMethodVariable(value, name)
 
 
 def unhashable(kind: type) -> ObservedException:
@@ -121,7 +129,7 @@ class ContainerVariable(Variable):
         raise NotImplementedError
 
     def get_attr(self, tx, name):
-        return self.method(name)
+        return bound_method(self, name)
 
     def truth(self, tx):
         return bool(self.items)
@@ -389,7 +397,7 @@ class DictVariable(ContainerVariable):
     def get_attr(self, tx, name):
         if name == "default_factory" and self.default_factory is not None:
             return self.default_factory
-        return self.method(name)
+        return bound_method(self, name)
 
     def unpack(self, tx):
         return [self.key_var(k) for k in self.items]
@@ -473,6 +481,18 @@ class DictVariable(ContainerVariable):
 
     def __repr__(self):
         return f"DictVariable({dict(self.items)!r})"
+
+
+def realized(tx, value):
+    """`value` with every item of its dicts read (a dict from outside wraps its values only
+    when they are used: here they are)."""
+    if isinstance(value, DictVariable):
+        for key in list(value.items):
+            realized(tx, value.value(tx, key))
+    elif isinstance(value, SequenceVariable):
+        for item in value.items:
+            realized(tx, item)
+    return value
 
 
 def new_dict(tx, dict_type, args: list, kwargs: dict, default_factory=None) -> DictVariable:
@@ -610,7 +630,7 @@ class DictViewVariable(Variable):
     def get_attr(self, tx, name):
         if name == "mapping":
             raise Unsupported("unsupported_value", "a dict view's `mapping` (a read-only proxy)")
-        return self.method(name)
+        return bound_method(self, name)
 
     def call_method(self, tx, name, args, kwargs):
         if name not in VIEW_METHODS:
@@ -869,9 +889,21 @@ def stand_in(tx, value: Variable):
     return keys, kept
 
 
-# --- dicts and sets from outside (builder.py's WRAPPERS) ------------------------------------
+# --- namedtuples, dicts and sets from outside (builder.py's WRAPPERS) ---------------------
 
 DICT_TYPES = (dict, collections.OrderedDict, collections.defaultdict, types.MappingProxyType)
+
+
+def is_namedtuple(value) -> bool:
+    return isinstance(value, tuple) and hasattr(type(value), "_fields")
+
+
+def wrap_namedtuple(tx, value, source):
+    """A namedtuple: its type (which fixes its length), and each item."""
+    if source is not None:
+        tx.trace.assume("type", source)
+    items = [tx.read(LazyVariable(v, item_of(source, i))) for i, v in enumerate(value)]
+    return TupleVariable(items, source, tuple_type=type(value))
 
 
 def wrap_dict(tx, value, source):

@@ -139,9 +139,6 @@ class UserClassVariable(Variable):
     def python_type(self):
         return type(self.cls)
 
-    def as_python_object(self):
-        return self.cls
-
     def identity(self):
         return self.cls
 
@@ -536,13 +533,10 @@ class ObjectVariable(Variable):
     def python_type(self):
         return type(self.value)
 
-    def as_python_object(self):
+    def identity(self):
         if self.trace is not None:
             self.trace.assume("id", self.source)
         return self.value
-
-    def identity(self):
-        return self.as_python_object()
 
     def get_attr(self, tx, name):
         """An attribute of a module, or of an object of a class written in C, read now (and

@@ -1,5 +1,5 @@
-"""Grad mode and inference mode: `with torch.no_grad()`, `@torch.enable_grad()`, and
-compiling under `torch.inference_mode()`.
+"""Grad mode, inference mode and autocast: `with torch.no_grad()`, `@torch.enable_grad()`,
+compiling under `torch.inference_mode()`, and a frame run under `torch.autocast`.
 
 Entering and leaving a grad-mode context manager change the mode the trace records later
 ops under, and record `torch._C._set_grad_enabled(mode)` in the graph, so that the graph
@@ -172,3 +172,13 @@ def wrap_grad_mode(tx, value, source):
     if source is not None:
         tx.trace.assume("type", source)
     return GradModeVariable(type(value), GRAD_MODES[type(value)], source)
+
+
+def check_autocast(tx, tensors, shown):
+    """Autocast changes the dtypes ops compute in, on real devices but not on meta tensors:
+    a trace under autocast would record the wrong dtypes. The state is guarded, and a
+    frame that runs under autocast runs in eager (torch/_dynamo traces it on FakeTensors)."""
+    tx.trace.assume("autocast")
+    devices = {t.device.type for t in tensors} or {torch.get_default_device().type}
+    if any(torch.is_autocast_enabled(d) for d in devices if d in ("cpu", "cuda")):
+        raise Unsupported("untraceable_call", f"{shown} runs under torch.autocast")

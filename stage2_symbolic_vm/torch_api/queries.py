@@ -15,6 +15,41 @@ from ..errors import Unsupported
 from ..variables import ConstantVariable, TensorVariable, Variable, constant_args
 from .grad_modes import inference_mode_enabled
 
+# Classes whose instances are constants of the trace, made now: `torch.Size([2, 3])`.
+TORCH_CONSTANT_CLASSES = (torch.Size, torch.device, torch.dtype, torch.finfo, torch.iinfo)
+
+
+def answer_now(tx, fn, args, kwargs):
+    """`fn(*args, **kwargs)` for a function of torch that is not a tensor operation, answered
+    while tracing: a query, `torch.is_tensor`, a constant class (`torch.finfo(dtype)`). None
+    for the rest."""
+    if (query := torch_query(fn)) is not None:
+        return query(tx, *args, **kwargs)
+    if fn is torch.is_tensor and len(args) == 1:
+        return ConstantVariable(isinstance(args[0], TensorVariable))
+    if fn in TORCH_CONSTANT_CLASSES:
+        args, kwargs = constant_args(args, kwargs)
+        return ConstantVariable(tx.run_python(fn, *args, **kwargs))
+    return None
+
+
+def assume_process_state(tx, tensors, kwargs, result, factory: bool):
+    """The process state a recorded op relies on (tensor_ops.py): grad mode, the default
+    dtype, and for a factory without device=, the default device."""
+    tx.trace.assume("grad_mode")
+    if relies_on_default_dtype(tensors, kwargs, result, factory):
+        tx.trace.assume("default_dtype")
+    if not tensors and "device" not in kwargs:  # a factory: made on the default device
+        tx.trace.assume("default_device")
+
+
+def relies_on_default_dtype(tensors, kwargs, result, factory: bool) -> bool:
+    """A factory without dtype=, or a float result from non-float inputs (`int_tensor * 0.5`)."""
+    if factory and "dtype" not in kwargs:
+        return True
+    floating = isinstance(result, torch.Tensor) and result.dtype.is_floating_point
+    return floating and not any(t.meta.dtype.is_floating_point for t in tensors)
+
 
 def global_state(tx, kind: str, value):
     """A fact about the process the code asked for (`torch.is_grad_enabled()`): guarded."""
