@@ -7,22 +7,34 @@ into a Trace, with shapes and dtypes computed on meta tensors. Where it
 cannot go on, it raises `Unsupported` with the reason, the line and the VM's
 state: stage 4 turns that into a graph break.
 
-Read first: `vm.py` (the interpreter loop and one handler per opcode, with
-`control_flow.py`'s jumps, loops, returns, generators, `try` and `with`,
-`calls.py`'s calls and function making, and `building.py`'s tuples, lists, dicts,
-sets and strings), then
-`variables.py` (what a symbolic value is), `containers.py` (lists, tuples,
-dicts, sets), `iterators.py` (lazy iterators and generators), `tensor_ops.py`
-(how a node is recorded on meta tensors, and `meta_cache.py`, their answers kept on
-disk), `operators.py`, `functions.py`,
-`objects.py` (instances of Python classes) and `builtins_table.py` (calls and
-operators), `builder.py` (outside values and their assumptions),
-`side_effects.py` (changes to outside objects, written back after the graph),
-`shapes.py` (symbolic sizes: FakeTensors and SymInts for the inputs whose sizes
-change, torch's automatic dynamic),
-`errors.py` (where it stops, and the exceptions the code raises itself), and
-`trace.py` and `sources.py` (what stages 3 and 4 consume). `diagrams.py`
-draws a trace (Mermaid, for the book).
+The core, in reading order:
+
+    vm.py            the interpreter loop and the handlers of the common opcodes
+    variables.py     what a symbolic value is: the protocol, constants, tensors
+    functions.py     calls: user functions inlined, torch functions recorded, nn.Modules
+    builder.py       an outside value becomes a Variable: one table of kinds, in order
+    tensor_ops.py    a tensor operation run on meta tensors and recorded as a node
+    trace.py         the Trace (nodes, output, assumptions), printed and replayed
+    sources.py       where each outside value came from, and the assumptions about it
+    errors.py        where and why the VM stops: Unsupported, the kinds of break
+    side_effects.py  one Variable per outside object, and its changes, written back
+
+The rest, by purpose:
+
+    opcodes/         the rarer opcodes: cells, imports, `*args`, f-strings, slices,
+                     generators, `with`, `try`, as mixins of the interpreter
+    python/          the breadth of Python: containers, iterators, operators, builtins,
+                     user classes, callables, exceptions, constants' methods
+    torch_api/       torch beyond tensor ops: queries, grad modes, autograd.Function,
+                     module containers and hooks
+    like_eager/      what a meta tensor does not say: devices, in-place ops, ops with no
+                     meta kernel, aliased outside objects
+    dynamic_shapes/  sizes that are symbols: FakeTensors and SymInts, torch's automatic dynamic
+    performance/     meta answers kept on disk between processes
+    tools/           opcode coverage, trace diagrams (Mermaid), `python -m stage2_symbolic_vm`
+
+    >>> recorded = stage2_symbolic_vm.trace(fn, x)   # a Trace, or Unsupported saying why
+    >>> stage2_symbolic_vm.replay(recorded, fn, x)   # the trace run on real values
 """
 
 from .errors import BREAK_KINDS, Unsupported

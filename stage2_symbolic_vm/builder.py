@@ -83,7 +83,8 @@ def assume(tx, kind, source):
 
 def wrap_tensor(tx, value, source):
     """An input tensor: an `input` node whose meta tensor copies shape, strides and dtype
-    (a FakeTensor, with symbols for its dynamic sizes, in a trace with symbols: shapes.py)."""
+    (a FakeTensor, with symbols for its dynamic sizes, in a trace with symbols:
+    dynamic_shapes/shapes.py)."""
     if source is None:
         raise Unsupported("unsupported_value", "a tensor the frame cannot reach again")
     tx.trace.assume("tensor", source)

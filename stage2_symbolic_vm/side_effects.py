@@ -41,6 +41,8 @@ class SideEffects(Aliasing):
     resume function gets both, and an append through one must be seen through the other
     and written back once. The trace relies on that sharing ("alias"), and on two objects
     it kept apart staying apart when it changed one of them ("distinct"): both are guarded.
+    Aliasing (like_eager/aliasing.py) keeps those apart, and an object of a user class
+    together with its `__dict__`.
     """
 
     def __init__(self, trace=None):

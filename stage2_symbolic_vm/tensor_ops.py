@@ -12,6 +12,8 @@ Random ops are recorded like any other, in program order, so that the graph
 draws the numbers eager would draw under the same seed. In-place ops are
 recorded too, on inputs as well: the graph changes the caller's tensors as
 eager does (a backend that cannot run them in place runs the graph in torch).
+What a meta tensor does not say by itself (the device of a result, which
+arguments an op writes, the ops torch gives no meta function) is in like_eager/.
 """
 
 import operator
@@ -166,8 +168,10 @@ def run(tx, target, name, meta_args, meta_kwargs, tensors, shown):
 
 
 def run_on_meta(target, meta_args, meta_kwargs, shown):
+    """Torch's meta function of the op, or its answer kept from an earlier run
+    (performance/meta_cache.py); an error it raises is the traced code's."""
     try:
-        try:  # torch's meta function, or its answer kept from an earlier run (meta_cache.py)
+        try:
             return meta_cache.call(target, meta_args, meta_kwargs)
         except NotImplementedError as error:  # no meta kernel: data-dependent, or just missing
             return on_zeros(target, meta_args, meta_kwargs, shown, error)

@@ -57,7 +57,7 @@ class Trace:
     nodes: list = field(default_factory=list)
     output: object = None
     assumptions: dict = field(default_factory=dict)  # Assumption -> None: an ordered set
-    shapes: object = None  # its symbols (shapes.py's Shapes), set by the VM
+    shapes: object = None  # its symbols (dynamic_shapes/shapes.py's Shapes), set by the VM
 
     @property
     def inputs(self) -> list:

@@ -5,10 +5,13 @@ call, iteration, truth) and raises `Unsupported` with a reason for the rest,
 like the VariableTracker subclasses of torch/_dynamo/variables/. The VM never
 looks inside a value itself: it asks the value.
 
-This file holds the basic kinds: constants, tensors, values not read yet,
-closure cells, bound methods and opaque objects. Lists, tuples, dicts and sets
-are in `containers.py`, iterators and generators in `iterators.py`, functions
-and modules in `functions.py`, instances of user classes in `objects.py`.
+This file holds the protocol every kind answers, and the kinds a tiny model
+needs besides its functions and modules (functions.py): constants, tensors,
+values not read yet, closure cells and bound methods. The breadth of Python has
+its kinds in python/: lists, tuples, dicts and sets (containers.py), iterators
+and generators (iterators.py), instances of user classes and objects the VM
+does not model (objects.py), method objects, partials and `super()`
+(callables.py), exceptions (exceptions.py).
 
 Stage 4 rebuilds Python values from these at a graph break: each Variable
 says how with `reconstruct(cg)`, where `cg` is stage 4's code generator

@@ -183,7 +183,7 @@ class InstructionTranslator(Names, Calls, Building, ControlFlow, Exceptions):
         if trace.shapes is None:  # the root frame: symbols as the frame's cache decides
             trace.shapes = shapes.Shapes(shapes.current_policy())
 
-    # --- the interpreter loop -------------------------------------------------------------
+    # --- the interpreter loop -----------------------------------------------------------------
 
     def run(self) -> Variable:
         """Run until the frame returns (or, for a generator, until its next `yield`)."""
@@ -224,7 +224,7 @@ class InstructionTranslator(Names, Calls, Building, ControlFlow, Exceptions):
         handler = getattr(self, ALIASES.get(inst.opname, inst.opname), None)
         if handler is None or not inst.opname.isupper():
             raise Unsupported("unsupported_opcode", f"no handler for opcode {inst.opname}")
-        self.trace.shapes.at = self  # the line a symbol is specialised at (shapes.py)
+        self.trace.shapes.at = self  # the line a symbol is specialised at (dynamic_shapes/)
         handler(inst)
 
     def state(self) -> VMState:
@@ -250,7 +250,7 @@ class InstructionTranslator(Names, Calls, Building, ControlFlow, Exceptions):
             self.code.co_qualname, self.code.co_filename, self.lineno, inst.offset, inst.opname
         )
 
-    # --- helpers the Variables call back into ------------------------------------------------
+    # --- helpers the Variables call back into -------------------------------------------------
 
     def push(self, value):
         self.stack.append(value)
@@ -333,7 +333,7 @@ class InstructionTranslator(Names, Calls, Building, ControlFlow, Exceptions):
     def call(self, fn, args, kwargs):
         return fn.call(self, args, kwargs)
 
-    # --- stack and constants ------------------------------------------------------------
+    # --- stack and constants ------------------------------------------------------------------
 
     def NOP(self, inst):
         pass
@@ -360,7 +360,7 @@ class InstructionTranslator(Names, Calls, Building, ControlFlow, Exceptions):
         value = inst.argval
         self.push(ConstantVariable(value) if is_constant_value(value) else ObjectVariable(value))
 
-    # --- locals, cells, globals, attributes ---------------------------------------------------
+    # --- locals, globals, attributes -----------------------------------------------------------
 
     def LOAD_FAST(self, inst):
         if inst.argval in self.cells:  # 3.13 loads a cell itself so, for a closure (LOAD_CLOSURE)
@@ -403,9 +403,12 @@ class InstructionTranslator(Names, Calls, Building, ControlFlow, Exceptions):
         obj = self.pop()
         obj.set_attr(self, inst.argval, self.pop())
 
-    # --- operators ------------------------------------------------------------------------
+    # --- operators ----------------------------------------------------------------------------
 
     def BINARY_OP(self, inst):
+        # `x + 1` with a tensor is recorded (`operator.add(%0, 1)`: tx.record_call); `2 * 3` is
+        # folded to 6; python/operators.py follows CPython's dispatch for the rest (a user
+        # class's `__add__`, lists, sets)
         b = self.pop()
         a = self.pop()
         self.push(operators.binary_op(self, operators.BINARY_OPS[inst.argrepr], a, b))
@@ -433,7 +436,7 @@ class InstructionTranslator(Names, Calls, Building, ControlFlow, Exceptions):
         item = self.pop()
         self.push(ConstantVariable(operators.contains(self, item, container) != bool(inst.arg)))
 
-    # --- items ------------------------------------------------------------------------
+    # --- items --------------------------------------------------------------------------------
 
     def BINARY_SUBSCR(self, inst):
         key = self.pop()
@@ -444,7 +447,7 @@ class InstructionTranslator(Names, Calls, Building, ControlFlow, Exceptions):
         key, container, value = self.pop(), self.pop(), self.pop()
         container.setitem(self, key, value)
 
-    # --- calls: where the NULL sits differs between versions ------------------------------
+    # --- calls: where the NULL sits differs between versions ----------------------------------
 
     def push_callable(self, fn, null: bool):
         """Push a callable for CALL, with a NULL beside it if `null`: below it on 3.11 and 3.12,
@@ -523,7 +526,7 @@ class InstructionTranslator(Names, Calls, Building, ControlFlow, Exceptions):
             )
         self.stack.extend(reversed(items))
 
-    # --- building tuples and lists, returning ---------------------------------------------------
+    # --- building tuples and lists, returning -------------------------------------------------
 
     def BUILD_TUPLE(self, inst):
         self.push(TupleVariable(self.popn(inst.arg)))

@@ -18,8 +18,8 @@ every op, for free -- our own small symbolic integers would need a second set
 of shape rules. The ShapeEnv also records every fact the trace relied on
 (`s0 >= 4` after `if x.size(0) > 3`, `s0 == s1` after `x + y`) and prints them
 as guards over our sources (`produce_guards`). A static trace never makes one:
-it keeps meta tensors and meta_cache.py's answers, and imports neither
-torch._dynamo nor sympy.
+it keeps meta tensors and performance/meta_cache.py's answers, and imports
+neither torch._dynamo nor sympy.
 
 Sizes 0 and 1 stay static, as torch's `specialize_zero_one` keeps them: a size-1
 dimension broadcasts, and a kernel written for every size would lose that.

@@ -4,8 +4,8 @@ Tracing learns each result's sizes, strides and dtype by running the op on meta 
 (tensor_ops.py; stage 5's meta_run.py asks again, node by node). Most of torch's meta
 functions are Python (torch/_refs, torch/_meta_registrations.py), and the first one a
 process runs imports torch._dynamo (their `torch._disable_dynamo` wrapper) and sympy
-(`elementwise_dtypes`): over a second on the 2-core VM, several times the rest of a warm
-start (benchmarks/bench_compile_time.py).
+(`elementwise_dtypes`), which costs more than the rest of a warm start
+(benchmarks/bench_compile_time.py measures it).
 
 An answer depends only on the op, its arguments' metadata and torch (its version and the
 settings in `settings()`), so it is kept: in memory, and in

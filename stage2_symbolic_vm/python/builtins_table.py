@@ -5,7 +5,7 @@ the trace). The ones that build iterators (`range`, `enumerate`, `zip`, `map`,
 `filter`, `itertools.*`) make an iterator Variable that a `for` loop unrolls.
 `operator` functions on tensors are recorded like the Python operators they
 stand for. Anything not in the table is a call the VM cannot trace, such as
-`print` (torch/_dynamo/variables/builtin.py is this table, 2,000 lines long).
+`print` (torch/_dynamo/variables/builtin.py is this table, at torch's scale).
 """
 
 import builtins

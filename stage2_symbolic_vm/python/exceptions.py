@@ -27,7 +27,7 @@ class ExceptionVariable(Variable):
         if name == "__class__":
             return tx.wrap(type(self.exception), None)
         if name in ("__cause__", "__context__"):  # set on the real object by RAISE_VARARGS
-            linked = getattr(self.exception, name)  # and control_flow.set_context
+            linked = getattr(self.exception, name)  # and opcodes/exceptions.py's set_context
             if linked is None and name == "__context__":
                 raise Unsupported(
                     "unsupported_value",
