@@ -1,5 +1,6 @@
-"""In-place ops: which arguments an op changes (`x.add_(1)`, `x += 1`, `out=`, `inplace=True`),
-and which ops a backend must run in program order even when nothing reads their result.
+"""In-place ops: which arguments an op changes (`x.add_(1)`, `x += 1`, `out=`, `inplace=True`).
+
+Also which ops a backend must run in program order even when nothing reads their result.
 
 The graph changes the caller's tensors as eager does, so the trace must know what each
 op writes: by its name and arguments here, and by the meta run itself (an op that

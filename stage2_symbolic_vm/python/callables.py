@@ -1,5 +1,4 @@
-"""Callables beyond a plain function: method objects, `functools.partial`, `super()`,
-and a function's attributes.
+"""Callables beyond a plain function: method objects, partials, `super()`, attributes.
 
 `FunctionObject` is the part of UserFunctionVariable (functions.py) that treats a
 function as a Python object: the attributes CPython gives it (`__name__`, `__code__`,

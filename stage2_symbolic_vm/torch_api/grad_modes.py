@@ -1,5 +1,8 @@
-"""Grad mode, inference mode and autocast: `with torch.no_grad()`, `@torch.enable_grad()`,
-compiling under `torch.inference_mode()`, and a frame run under `torch.autocast`.
+"""Grad mode, inference mode and autocast: `with torch.no_grad()` and its kin.
+
+`with torch.no_grad()` and `@torch.enable_grad()` are traced, a frame compiled under
+`torch.inference_mode()` is traced outside it, and one run under `torch.autocast` runs
+eagerly.
 
 Entering and leaving a grad-mode context manager change the mode the trace records later
 ops under, and record `torch._C._set_grad_enabled(mode)` in the graph, so that the graph

@@ -1,5 +1,6 @@
-"""nn.ModuleList, nn.Sequential and nn.ModuleDict: iterated, indexed and sliced like the
-containers they are, each submodule guarded where it was found.
+"""nn.ModuleList, nn.Sequential and nn.ModuleDict: iterated, indexed and sliced.
+
+They behave as the containers they are, each submodule guarded where it was found.
 """
 
 import operator
