@@ -39,8 +39,8 @@ The rest, by purpose:
 
 from .errors import BREAK_KINDS, Unsupported
 from .sources import Assumption, Source
-from .tools.coverage import handled_opnames
 from .tools.diagrams import trace_diagram
+from .tools.opcode_sets import handled_opnames
 from .trace import Node, Trace, replay
 from .variables import Variable
 from .vm import VMState, trace

@@ -7,4 +7,5 @@ builtins_table.py   the builtins and the standard library the VM models, one tab
 objects.py          classes written in Python and their instances; objects not modeled
 callables.py        method objects, functools.partial, super(), a function's attributes
 exceptions.py       exception objects the traced code makes, raises and catches
+constants.py        a constant's attributes and methods, run now
 """

@@ -10,7 +10,7 @@ import dis
 import sys
 import types
 
-from ..vm import ALIASES, InstructionTranslator
+from .opcode_sets import handled_opnames, real_opnames
 
 # Instructions after which control never falls through to the next one.
 NO_FALLTHROUGH = {"RETURN_VALUE", "RETURN_CONST", "RAISE_VARARGS", "RERAISE", "JUMP_FORWARD"}
@@ -39,27 +39,6 @@ def reachable_opnames(code: types.CodeType) -> set[str]:
         if isinstance(const, types.CodeType):
             names |= reachable_opnames(const)
     return names
-
-
-def real_opnames() -> set[str]:
-    """The opcodes bytecode can hold on this Python, as `dis` shows them.
-
-    3.12's opmap also lists pseudo-instructions (>= 256) that the compiler
-    replaces before emitting bytecode, and INSTRUMENTED_* variants that
-    sys.monitoring swaps in at run time and `dis` shows under their base names.
-    """
-    return {
-        name
-        for name, opcode in dis.opmap.items()
-        if opcode < 256 and not name.startswith("INSTRUMENTED_")
-    }
-
-
-def handled_opnames() -> set[str]:
-    """Every opname the VM has a handler for, on this Python version."""
-    return {
-        name for name in real_opnames() if hasattr(InstructionTranslator, ALIASES.get(name, name))
-    }
 
 
 def report() -> str:
