@@ -19,7 +19,7 @@ Before the runs, one untimed cold run of ours writes bytecode (even under
 PYTHONDONTWRITEBYTECODE), so that our modules have their .pyc files, as an installed
 package has; torch's come with its wheel.
 
-The targets (issue 12): ours' first call, cold, at most 0.2 of torch.compile's; ours' first
+The targets: ours' first call, cold, at most 0.2 of torch.compile's; ours' first
 call, warm, at most 0.5 s. Medians are compared with the targets as they are (no tolerance).
 """
 
@@ -120,7 +120,7 @@ def measure(runs: int = 5) -> dict:
 
 
 def targets(measured: dict) -> list[dict]:
-    """The targets of issue 12, on the medians as they are."""
+    """The targets, on the medians as they are."""
     cold, warm = measured["cold"], measured["warm"]
     return [
         report.target(

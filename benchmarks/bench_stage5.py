@@ -11,12 +11,12 @@ bench_compile_time.py's: the chain's first call through `stage5_inductor_cpp.com
 and through `torch.compile`, in fresh processes, cold and warm (medians of 5 runs; 1
 with --quick).
 
-The targets (issue 6): ours no slower than inductor on each case, at least 3x faster
-than eager on the chain; and bench_compile_time.py's (issue 12).
+The targets: ours no slower than inductor on each case, at least 3x faster
+than eager on the chain; and bench_compile_time.py's.
 
-A second table (issue 13) runs each case through the frontend twice: with
+A second table (`--dynamic`) runs each case through the frontend twice: with
 `dynamic=False` (kernels for these sizes) and `dynamic=True` (every size a symbol:
-kernels that take the sizes as arguments, stage5_inductor_cpp/sizes.py), with
+kernels that take the sizes as arguments, stage5_inductor_cpp/symbolic/sizes.py), with
 torch.compile's `dynamic=True` beside them. Target: the symbolic kernels within
 1.10x of the static ones.
 """

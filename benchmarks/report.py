@@ -74,7 +74,7 @@ def row(workload: str, eager_us: float, torch_compile_us: float, ours_us: float,
 
 
 def target(text: str, met: bool) -> dict:
-    """One target of the benchmark's issue, and whether this run met it."""
+    """One target the benchmark sets, and whether this run met it."""
     return {"target": text, "met": bool(met)}
 
 

@@ -1,6 +1,6 @@
 """The row patterns the kernel benchmarks time, each in its library spelling and by hand.
 
-Issue 12's rule: a hand-written softmax must be scheduled as well as `torch.softmax`,
+The rule: a hand-written softmax must be scheduled as well as `torch.softmax`,
 so every pattern is timed both ways. Nothing in the compilers knows these functions:
 the hand-written forms reach the scheduler as the reductions and pointwise ops they
 are (`max(...).values`, `exp`, `sum`, `mean`, `var`, `logsumexp`).

@@ -1,8 +1,8 @@
 """`mode="reduce-overhead"`: a specialisation's launches recorded once as a CUDA graph, replayed.
 
 A compiled ResNet training step launches hundreds of kernels and convolutions, and each
-launch costs the CPU microseconds of Python and driver. On a host whose CPU is slow the
-GPU waits for them: eager, torch.compile and ours were all CPU-bound there (chapter 6).
+launch costs the CPU time in Python and the driver. On a host whose CPU is slow the GPU
+waits for those launches, however fast its kernels are.
 A CUDA graph records every launch of one call, arguments and addresses included, and
 replays them all with one call into the driver. Inductor does this in
 torch/_inductor/cudagraph_trees.py, with one memory pool shared by all its graphs and a

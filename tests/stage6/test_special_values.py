@@ -21,7 +21,7 @@ from tests.stage6.helpers import DEVICES, check_lowered, check_traced, on
 DTYPES = [torch.float32, torch.float64]
 # CUDA's eager orders the signed zeros where it picks between a value and a number, as
 # fmaxf does: relu(-0.0) is 0.0 there and -0.0 on the CPU, clamp(0.0, max=-0.0) -0.0 and
-# 0.0 (seen with torch 2.11 on an H100). Our kernels keep the CPU's choice on both.
+# 0.0. Our kernels keep the CPU's choice on both.
 CPU_SIGNED_ZEROS = pytest.mark.skip(reason="CUDA's eager picks the other zero in relu, clamp")
 GROUPS_AND_DEVICES = [
     pytest.param(

@@ -1,4 +1,4 @@
-"""Triton kernels whose sizes are symbols (issue 13): stage 5's programs, on every device.
+"""Triton kernels whose sizes are symbols: stage 5's programs, on every device.
 
 The kernel takes the symbols as int arguments; its masks (`xindex < 8*s77`) and its
 reduction loops (`range(0, s77, RBLOCK)`: a symbolic row is never persistent) use them.
