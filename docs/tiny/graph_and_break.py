@@ -12,6 +12,11 @@ def f(x):
     return y + x
 
 
+# What the VM recorded for f, one op per line: (result, function, arguments).
+TRACE = [("s", torch.sin, ["x"]), ("y", operator.mul, ["s", 2]), ("r", operator.add, ["y", "x"])]
+BREAK = 2  # the print comes before the third op
+
+
 def graph_of(inputs, ops):
     """An FX graph built by hand from a trace: placeholders, one node per op, an output."""
     graph = torch.fx.Graph()
@@ -22,8 +27,8 @@ def graph_of(inputs, ops):
     return torch.fx.GraphModule(torch.nn.Module(), graph)
 
 
-before = graph_of(["x"], [("s", torch.sin, ["x"]), ("y", operator.mul, ["s", 2])])
-after = graph_of(["y", "x"], [("r", operator.add, ["y", "x"])])  # the resume function's graph
+before = graph_of(["x"], TRACE[:BREAK])
+after = graph_of(["y", "x"], TRACE[BREAK:])  # the resume function's graph; inputs by hand
 print(before.code.strip(), after.code.strip(), sep="\n")
 
 

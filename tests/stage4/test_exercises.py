@@ -3,7 +3,10 @@
 MINIDYNAMO_EXERCISES=1 .venv/bin/python -m pytest tests/stage4/test_exercises.py -q
 """
 
+import importlib.util
+import operator
 import os
+import pathlib
 import sys
 
 import pytest
@@ -21,11 +24,54 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+def load_tiny_program():
+    """docs/tiny/graph_and_break.py as a module (running it prints its graphs)."""
+    path = pathlib.Path(__file__).resolve().parents[2] / "docs" / "tiny" / "graph_and_break.py"
+    spec = importlib.util.spec_from_file_location("graph_and_break", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_live_after():
+    """`live_after(ops, at)`: the names that the ops from `at` on read before they make them,
+    in the order first read. They are the inputs of the resume function's graph."""
+    tiny = load_tiny_program()
+    assert tiny.live_after(tiny.TRACE, tiny.BREAK) == ["y", "x"]
+    assert tiny.live_after(tiny.TRACE, 1) == ["s", "x"]  # 2 is a constant, not a name
+    assert tiny.live_after(tiny.TRACE, 0) == ["x"]
+    assert tiny.live_after(tiny.TRACE, len(tiny.TRACE)) == []
+    ops = [
+        ("a", torch.cos, ["x"]),
+        ("b", operator.add, ["a", "a"]),
+        ("c", operator.mul, ["b", "x"]),
+    ]
+    assert tiny.live_after(ops, 1) == ["a", "x"]  # each name once
+
+
 def test_resume_count():
     report = stage4_fx.explain(DynamicModule())(torch.ones(4))
     assert report.resume_count == 2  # one per side of the branch, both made at the cut
     assert "Resume Functions: 2" in str(report)
     assert stage4_fx.explain(functions_table.add)(torch.ones(3), torch.ones(3)).resume_count == 0
+
+
+def names_after_a_break(x):
+    y = x + 1
+    print("a graph break")
+    return y, sorted(dir())  # dir() without arguments: the names of the frame's locals
+
+
+def names_at_a_break(x):
+    y = x + 1
+    return y, sorted(dir())  # the VM cannot trace dir(): the break is this call
+
+
+def test_a_frame_that_reads_its_names():
+    for fn in (names_after_a_break, names_at_a_break):
+        report = stage4_fx.explain(fn)(torch.ones(2))
+        assert [b.kind for b in report.break_reasons][-1] == "reads_its_own_frame"
+        assert_same_as_eager(stage4_fx.compile(fn), fn, torch.ones(2))
 
 
 def call_from_here(x, fn):
