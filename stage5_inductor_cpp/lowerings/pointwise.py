@@ -11,7 +11,7 @@ from ..lowering import LOWERINGS, Fallback, _unary, is_tensor, make_pointwise, r
 
 
 @register("round")
-def round_(graph, out, x, *, decimals=0):
+def round_decimals(graph, out, x, *, decimals=0):
     """`round(x)`, or to `decimals` digits as torch's kernel rounds (`round_decimals_kernel`,
     aten/src/ATen/native/cpu/UnaryOpsKernel.cpp): `nearbyint(x * 10**d) / 10**d`, and
     `nearbyint(x / 10**-d) * 10**-d` for negative `d`, with `10**d` a double cast to the
