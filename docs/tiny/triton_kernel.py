@@ -8,6 +8,8 @@ import torch
 import triton
 import triton.language as tl
 
+XBLOCK = 256  # the elements each program works on at once
+
 
 @triton.jit
 def fused_kernel(in_ptr0, out_ptr0, xnumel, XBLOCK: tl.constexpr):
@@ -20,10 +22,16 @@ def fused_kernel(in_ptr0, out_ptr0, xnumel, XBLOCK: tl.constexpr):
     tl.store(out_ptr0 + xindex, tmp2, xmask)
 
 
-x = torch.linspace(-2, 2, 1000)
-out = torch.empty_like(x)
-XBLOCK = 256
-grid = (triton.cdiv(x.numel(), XBLOCK),)  # 4 programs; the last one masks 24 lanes off
-fused_kernel[grid](x, out, x.numel(), XBLOCK=XBLOCK)
-torch.testing.assert_close(out, torch.relu(torch.sin(x) * 2))
-print(f"{grid[0]} programs of {XBLOCK} lanes for {x.numel()} elements; equal to eager")
+def fused(x):
+    """relu(sin(x) * 2) by the kernel: one program per block of XBLOCK elements."""
+    out = torch.empty_like(x)
+    grid = (triton.cdiv(x.numel(), XBLOCK),)  # 4 programs for 1000; the last masks 24 lanes
+    fused_kernel[grid](x, out, x.numel(), XBLOCK=XBLOCK)
+    return out
+
+
+if __name__ == "__main__":
+    x = torch.linspace(-2, 2, 1000)
+    torch.testing.assert_close(fused(x), torch.relu(torch.sin(x) * 2))
+    programs = triton.cdiv(x.numel(), XBLOCK)
+    print(f"{programs} programs of {XBLOCK} lanes for {x.numel()} elements; equal to eager")
