@@ -4,14 +4,20 @@ import dis
 
 
 class TinyVM:
-    """A stack machine for four opcodes, one method each, as stage 2's VM is written."""
+    """A stack machine for a few opcodes, one method each, as stage 2's VM is written.
 
-    def __init__(self, fn, *names):
+    A traced input is a name (a str such as "x"); any other value is a known Python value."""
+
+    def __init__(self, fn, *args):
         self.code, self.stack, self.trace = fn.__code__, [], []
-        self.locals = dict(zip(self.code.co_varnames, names, strict=False))
+        self.locals = dict(zip(self.code.co_varnames, args, strict=False))
+        self.instructions = list(dis.get_instructions(self.code))
+        self.ip = 0  # the instruction pointer: the index of the next instruction
 
     def run(self):
-        for inst in dis.get_instructions(self.code):  # straight-line code: no jumps
+        while True:
+            inst = self.instructions[self.ip]
+            self.ip += 1
             print(f"  {inst.opname:<13} {inst.argrepr:<4} stack {self.stack}")
             if inst.opname == "RETURN_VALUE":
                 return self.stack.pop()
@@ -34,6 +40,7 @@ def f(x):
     return x * 2 + 1
 
 
-vm = TinyVM(f, "x")
-result = vm.run()
-print("trace:", *vm.trace, f"return {result}", sep="\n  ")
+if __name__ == "__main__":
+    vm = TinyVM(f, "x")
+    result = vm.run()
+    print("trace:", *vm.trace, f"return {result}", sep="\n  ")
