@@ -51,7 +51,7 @@ from .iterators import (
     IteratorVariable,
     MapIteratorVariable,
     ZipIteratorVariable,
-    reversed_,
+    call_reversed,
 )
 from .objects import (
     SLOT_TYPES,
@@ -258,7 +258,7 @@ def is_subclass(tx, cls, classes):
     return ConstantVariable(tx.run_python(issubclass, class_of(cls), class_of(classes)))
 
 
-def type_(tx, value, *rest):
+def call_type(tx, value, *rest):
     """`type(x)`: the class, with a source when x has one (its attributes can be guarded)."""
     if rest:
         raise Unsupported("untraceable_call", "type() with three arguments makes a class")
@@ -267,18 +267,18 @@ def type_(tx, value, *rest):
     return tx.wrap(value.python_type(), attr_of(value.source, "__class__"))
 
 
-def enumerate_(tx, iterable, start=None):
+def call_enumerate(tx, iterable, start=None):
     first = 0 if start is None else tx.run_python(operator.index, start.as_python_constant())
     counter = ITERTOOLS[itertools.count](tx, ConstantVariable(first))
     return ZipIteratorVariable([counter, iterable.iterate(tx)])
 
 
-def zip_(tx, *iterables, strict=None):
+def call_zip(tx, *iterables, strict=None):
     strict = strict is not None and strict.as_python_constant()
     return ZipIteratorVariable([it.iterate(tx) for it in iterables], strict)
 
 
-def next_(tx, iterator, *default):
+def call_next(tx, iterator, *default):
     if not isinstance(iterator, IteratorVariable):
         if isinstance(iterator, ObjectVariable) and hasattr(iterator.python_type(), "__next__"):
             # an iterator from outside that the VM does not model (a list_iterator argument)
@@ -290,7 +290,7 @@ def next_(tx, iterator, *default):
     return default[0] if item is None else item
 
 
-def iter_(tx, value, *sentinel):
+def call_iter(tx, value, *sentinel):
     """`iter(iterable)`, or `iter(callable, sentinel)`: call until the sentinel comes."""
     if len(sentinel) > 1:
         raise ObservedException(
@@ -303,7 +303,7 @@ def iter_(tx, value, *sentinel):
 
 def default_dict(tx, *args, **kwargs):
     factory = args[0] if args else ConstantVariable(None)
-    if not is_none(factory) and not callable_(tx, factory).value:
+    if not is_none(factory) and not call_callable(tx, factory).value:
         raise ObservedException(TypeError("first argument must be callable or None"))
     return new_dict(tx, collections.defaultdict, list(args[1:]), kwargs, factory)
 
@@ -318,7 +318,7 @@ def fromkeys(tx, cls, keys, value=None):
     return result
 
 
-def sum_(tx, iterable, start=None):
+def call_sum(tx, iterable, start=None):
     total = start if start is not None else ConstantVariable(0)
     for item in iterable.unpack(tx):
         total = binary_op(tx, operator.add, total, item)
@@ -357,14 +357,14 @@ def min_max(fn):
     return fold
 
 
-def sorted_(tx, iterable, *more, key=None, reverse=None):
+def call_sorted(tx, iterable, *more, key=None, reverse=None):
     if more:
         raise ObservedException(TypeError(f"sorted expected 1 argument, got {1 + len(more)}"))
     values = iterable.unpack(tx)
     return ListVariable([values[i] for i in sort_order(tx, values, key, reverse)])
 
 
-def super_(tx, *args):
+def call_super(tx, *args):
     """`super()` reads the method's `__class__` cell and first argument, as CPython does."""
     if args:
         cls, obj = args
@@ -376,7 +376,7 @@ def super_(tx, *args):
     return SuperVariable(class_of(tx.read(cell.contents)), tx.read_local(first))
 
 
-def getattr_(tx, obj, name, *default):
+def call_getattr(tx, obj, name, *default):
     if not default:
         return obj.get_attr(tx, name.as_python_constant())
     try:
@@ -385,7 +385,7 @@ def getattr_(tx, obj, name, *default):
         return default[0]
 
 
-def hasattr_(tx, obj, name):
+def call_hasattr(tx, obj, name):
     try:
         obj.get_attr(tx, name.as_python_constant())
     except ObservedAttributeError:
@@ -393,17 +393,17 @@ def hasattr_(tx, obj, name):
     return ConstantVariable(True)
 
 
-def setattr_(tx, obj, name, value):
+def call_setattr(tx, obj, name, value):
     obj.set_attr(tx, name.as_python_constant(), value)
     return ConstantVariable(None)
 
 
-def delattr_(tx, obj, name):
+def call_delattr(tx, obj, name):
     obj.del_attr(tx, name.as_python_constant())
     return ConstantVariable(None)
 
 
-def locals_(tx):
+def call_locals(tx):
     """`locals()`: a new dict of the frame's bound variables, its cells' too, in the code's
     order (CPython 3.11 and 3.12 make a snapshot: a write to it changes no variable)."""
     code, items = tx.code, {}
@@ -415,7 +415,7 @@ def locals_(tx):
     return DictVariable(items)
 
 
-def callable_(tx, value):
+def call_callable(tx, value):
     if value.is_python_constant():
         return ConstantVariable(callable(value.as_python_constant()))
     # An object is callable when its class (or a base) defines __call__, as CPython's tp_call.
@@ -523,7 +523,7 @@ def partial(fn, args, kwargs):
     return PartialVariable(fn, args, kwargs)
 
 
-def set_(set_type):
+def call_set(set_type):
     """`set(iterable)`: CPython builds it from an object that iterates as `iterable` does
     (a set's own keys, a dict's: containers.stand_in), in CPython's order."""
 
@@ -536,41 +536,43 @@ def set_(set_type):
     return make
 
 
+# Each builtin's handler. One named after its builtin is `call_<name>`, as Dynamo's
+# BuiltinVariable names them: a trailing `_` would read as torch's in-place.
 HANDLERS = {
     len: length,
     isinstance: is_instance,
     issubclass: is_subclass,
-    type: type_,
+    type: call_type,
     range: lambda tx, *args: ConstantVariable(tx.run_python(range, *constant_args(args, {})[0])),
-    enumerate: enumerate_,
-    zip: zip_,
+    enumerate: call_enumerate,
+    zip: call_zip,
     map: lambda tx, fn, *its: MapIteratorVariable(fn, [it.iterate(tx) for it in its]),
     filter: lambda tx, fn, it: FilterIteratorVariable(
         None if fn.is_python_constant() and fn.as_python_constant() is None else fn,
         it.iterate(tx),
     ),
-    reversed: reversed_,
-    iter: iter_,
-    next: next_,
+    reversed: call_reversed,
+    iter: call_iter,
+    next: call_next,
     list: lambda tx, it=None: ListVariable(it.unpack(tx) if it is not None else []),
     tuple: lambda tx, it=None: TupleVariable(it.unpack(tx) if it is not None else []),
-    set: set_(set),
-    frozenset: set_(frozenset),
+    set: call_set(set),
+    frozenset: call_set(frozenset),
     dict: lambda tx, *args, **kwargs: new_dict(tx, dict, args, kwargs),
-    sum: sum_,
+    sum: call_sum,
     all: all_any(False),
     any: all_any(True),
     min: min_max(min),
     max: min_max(max),
-    sorted: sorted_,
-    super: super_,
-    getattr: getattr_,
-    hasattr: hasattr_,
-    setattr: setattr_,
-    delattr: delattr_,
-    callable: callable_,
-    vars: lambda tx, obj=None: locals_(tx) if obj is None else obj.get_attr(tx, "__dict__"),
-    locals: locals_,
+    sorted: call_sorted,
+    super: call_super,
+    getattr: call_getattr,
+    hasattr: call_hasattr,
+    setattr: call_setattr,
+    delattr: call_delattr,
+    callable: call_callable,
+    vars: lambda tx, obj=None: call_locals(tx) if obj is None else obj.get_attr(tx, "__dict__"),
+    locals: call_locals,
     inspect.signature: signature,
     collections.OrderedDict: lambda tx, *args, **kwargs: new_dict(
         tx, collections.OrderedDict, args, kwargs

@@ -280,7 +280,7 @@ class GetItemIteratorVariable(IteratorVariable):
         return item
 
 
-def reversed_(tx, value, /):
+def call_reversed(tx, value, /):
     """`reversed(value)`: a sequence backwards, a dict's keys backwards, a class's
     `__reversed__` or its `__len__` and `__getitem__`; a set or an iterator is not reversible."""
     if isinstance(value, SequenceVariable):
