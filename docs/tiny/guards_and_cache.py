@@ -14,24 +14,31 @@ def f(x):
 cache = {}  # code object -> [(guard, trace)], newest first
 
 
-def call(fn, x):
-    for guard, recorded in cache.get(fn.__code__, []):
-        if guard(x):  # what the trace relied on still holds: replay it
-            print(f"size {x.size(0)}: hit, {guard.__doc__}")
-            return replay(recorded, fn, x)
-    size, dtype = x.size(0), x.dtype  # what this trace relies on (stage 3 asks the trace)
+def guard_for(recorded, x):
+    """The check that what this trace relied on still holds: here, by hand, the size."""
+    size = x.size(0)
 
     def guard(x):
-        return x.size(0) == size and x.dtype == dtype
+        return x.size(0) == size
 
-    guard.__doc__ = f"x.size(0) == {size} and x.dtype == {dtype}"
-    recorded = trace(fn, x)
+    guard.__doc__ = f"x.size(0) == {size}"
+    return guard
+
+
+def call(fn, x):
+    for guard, recorded in cache.get(fn.__code__, []):
+        if guard(x):  # a hit: the trace is still right for x, replay it
+            print(f"size {x.size(0)}: hit, {guard.__doc__}")
+            return replay(recorded, fn, x)
+    recorded = trace(fn, x)  # a miss: trace this call (chapter 2), guard it, keep both
+    guard = guard_for(recorded, x)
     cache.setdefault(fn.__code__, []).insert(0, (guard, recorded))
     print(f"size {x.size(0)}: miss, traced {len(recorded.nodes)} nodes, guard {guard.__doc__}")
     return replay(recorded, fn, x)
 
 
-for n in (3, 3, 1, 3, 1):
-    x = torch.ones(n)
-    assert torch.equal(call(f, x), f(x))
-print(len(cache[f.__code__]), "entries in the cache of f")
+if __name__ == "__main__":
+    for n in (3, 3, 1, 3, 1):
+        x = torch.ones(n)
+        assert torch.equal(call(f, x), f(x))
+    print(len(cache[f.__code__]), "entries in the cache of f")
