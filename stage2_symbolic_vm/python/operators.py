@@ -393,8 +393,8 @@ def user_compare(tx, fn, a, b):
         if fn is operator.eq:
             return ConstantVariable(True) if identical(tx, a, b) else NotImplemented
         if fn is operator.ne:  # object.__ne__ asks the class's __eq__ and inverts its answer
-            equal_ = compare_slot(tx, operator.eq, a, b)
-            return equal_ if equal_ is NotImplemented else ConstantVariable(not equal_.truth(tx))
+            eq = compare_slot(tx, operator.eq, a, b)
+            return eq if eq is NotImplemented else ConstantVariable(not eq.truth(tx))
         return NotImplemented
     if is_python_class(owner):
         return call_special(tx, a, name, b)
