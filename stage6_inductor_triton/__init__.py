@@ -7,6 +7,7 @@ on a grid, and switches the GPU's rules of the lowering on (stage 5's rules.py).
 tensors run on the GPU; CPU tensors run the same kernels under Triton's interpreter.
 
 The core, in reading order:
+
     codegen_triton.py  the Triton spelling: the op table, blocks and masks, reductions
     indexing.py        the IR's affine indices over a kernel's flat `xindex` and `rindex`
     prelude.py         the helpers every module starts with, where Triton differs from torch
@@ -16,6 +17,7 @@ The core, in reading order:
     frontend.py        `compile(fn)` and the `inductor` backend: Triton for CUDA tensors
 
 The rest, by purpose:
+
     performance/       block sizes tuned per kernel; launches replayed as CUDA graphs
     like_eager/        0-dim CPU tensors among a GPU's tensors, taken as numbers
     checks/            interpreted kernels typed by Triton's compiler for the GPU first
