@@ -17,25 +17,30 @@ TRACE = [("s", torch.sin, ["x"]), ("y", operator.mul, ["s", 2]), ("r", operator.
 BREAK = 2  # the print comes before the third op
 
 
-def graph_of(inputs, ops):
-    """An FX graph built by hand from a trace: placeholders, one node per op, an output."""
+def graph_of(inputs, ops, outputs):
+    """An FX graph built by hand from a trace: placeholders, one node per op, a tuple out."""
     graph = torch.fx.Graph()
     env = {name: graph.placeholder(name) for name in inputs}
     for result, fn, args in ops:
         env[result] = graph.call_function(fn, tuple(env.get(a, a) for a in args))
-    graph.output(env[ops[-1][0]])
+    graph.output(tuple(env[name] for name in outputs))
     return torch.fx.GraphModule(torch.nn.Module(), graph)
 
 
-before = graph_of(["x"], TRACE[:BREAK])
-after = graph_of(["y", "x"], TRACE[BREAK:])  # the resume function's graph; inputs by hand
+before = graph_of(["x"], TRACE[:BREAK], ["y"])  # returns what the rest of f needs
+after = graph_of(["y", "x"], TRACE[BREAK:], ["r"])  # the resume function's graph
 print(before.code.strip(), after.code.strip(), sep="\n")
 
 
 def compiled_f(x):  # what stage 4's new bytecode does: graph, the one instruction, resume
-    y = before(x)
+    (y,) = before(x)
     print("a side effect the graph cannot hold")
-    return after(y, x)
+    return resume_f(y, x)
+
+
+def resume_f(y, x):  # the rest of f, as a function of its own: it runs the second graph
+    (r,) = after(y, x)
+    return r
 
 
 x = torch.randn(3)
