@@ -33,10 +33,11 @@ from stage4_fx.training.aot import AotGraph, needs_autograd
 
 from . import kernel_cache
 from .codegen_cpp import PRELUDE, CppKernel
-from .graph_lowering import EagerOnly, GraphLowering
+from .graph_lowering import GraphLowering
 from .ir import ExternKernel
 from .like_eager.autocast import autocast_reason
 from .like_eager.in_place import shares_written_memory
+from .lowering import EagerOnly
 from .rules import Rules
 from .scheduler import FusedKernel, Scheduler
 from .symbolic.code import compile_symbolic

@@ -4,10 +4,12 @@
 kernel_writer.py's (shared with stage 6's Triton): every op becomes one typed, named
 temporary (`float tmp3 = std::sin(tmp1);`), identical expressions are emitted once.
 What is C++'s own is here: the table's C++ entries, the rungs of the constant ladder
-and casts, the `if` of a masked load, and the loops: parallel outer loops, SIMD inner
-loops, reductions into accumulators. Two passes of performance/ change the loops: an
-outer reduction turns them round (outer_reductions.py), and a value that a reduction loop
-stashed in an output is loaded back from it (stash.py).
+and casts, the `if` of a masked load, and the loops: outer loops around inner loops,
+reductions into accumulators. Passes of performance/ change the loops: the outer loops
+are shared out among threads and vectorised (parallel_loops.py), an outer reduction turns
+them round (outer_reductions.py), and a value that a reduction loop stashed in an output
+is loaded back from it (stash.py). argmax's loop keeps torch's rules for ties and NaN
+(like_eager/arg_reductions.py).
 """
 
 import math
@@ -18,9 +20,10 @@ import torch
 
 from .ir import Printer
 from .kernel_writer import REDUCTION_STARTS, KernelWriter, OpOverrides, Value
-from .performance import outer_reductions, stash
+from .like_eager import arg_reductions
+from .performance import outer_reductions, parallel_loops, stash
 from .scheduler import FusedKernel, SchedulerNode
-from .symbolic.sizes import hint, is_symbolic, text
+from .symbolic.sizes import text
 
 CTYPES = {
     torch.float32: "float",
@@ -34,9 +37,6 @@ CTYPES = {
     torch.uint8: "uint8_t",
     torch.bool: "bool",
 }
-
-# Below this many elements a kernel runs on one thread: waking the OpenMP team costs more.
-PARALLEL_THRESHOLD = 32768
 
 # The helpers every C++ source starts with, where torch's answers are not C++'s: NaN wins
 # a maximum, a remainder takes the divisor's sign, bfloat16 rounds as c10's; and the SIMD
@@ -225,7 +225,7 @@ class CppKernel(KernelWriter):
         data = node.buffer.data
         acc = f"acc_{node.name}"
         if data.reduction_type in ("argmax", "argmin"):
-            return self.arg_reduction_loop(node, acc)
+            return arg_reductions.arg_reduction_loop(self, node, acc)
         t, init, update, track_nan = self.accumulator(node)
         omp_op = REDUCTIONS[data.reduction_type][0]
         self.lines.append(f"{t} {acc} = {init};")
@@ -258,34 +258,6 @@ class CppKernel(KernelWriter):
         track_nan = floating and data.reduction_type in ("max", "min")
         return t, self.overrides.start(data.reduction_type, t, floating), update, track_nan
 
-    def arg_reduction_loop(self, node: SchedulerNode, acc: str):
-        """argmax/argmin: the first extreme wins, and the first NaN beats everything (as torch)."""
-        data = node.buffer.data
-        t = self.overrides.ctype(data.src_dtype)
-        better = ">" if data.reduction_type == "argmax" else "<"
-        start = self.overrides.start(data.reduction_type, t, data.src_dtype.is_floating_point)
-        self.lines.append(f"{t} {acc} = {start};")
-        self.lines.append(f"int64_t {acc}_index = 0;")
-        flat = (
-            " + ".join(f"{stride}*r{i}" for i, stride in enumerate(_strides(data.reduction_ranges)))
-            or "0"
-        )
-        with self.block() as body:
-            value = node.call_inner_fn(self, self.n)
-            if node.name in self.stashes:
-                stash.store(self, node, value, body)
-            body.append(
-                f"if (!({acc} != {acc}) && ({value} != {value} || {value} {better} {acc})) "
-                f"{{ {acc} = {value}; {acc}_index = {flat}; }}"
-            )
-        self.lines += loop_nest("r", data.reduction_ranges, body, "")
-        self.define(node, Value(f"{acc}_index", None))
-
-    def work(self):
-        """The elements the kernel visits: its outer iterations times its longest inner loop."""
-        inner = max((math.prod(node.inner_ranges(self.n)) for node in self.kernel.nodes), key=hint)
-        return math.prod(self.kernel.outer) * inner
-
     def generate(self) -> str:
         kernel, n = self.kernel, self.n
         pointwise_only = all(
@@ -301,11 +273,7 @@ class CppKernel(KernelWriter):
                         self.reduction_loop(loop[0])
                     else:
                         self.pointwise_loop(loop, simd=True)
-        work, condition = self.work(), ""
-        if is_symbolic(work):  # sizes.py: OpenMP's `if` decides at each call
-            condition = f" if({text(work)} >= {PARALLEL_THRESHOLD})"
-        parallel = (condition or work >= PARALLEL_THRESHOLD) and math.prod(outer) != 1
-        lines = outer_loops(outer, body, parallel, pointwise_only, condition)
+        lines = parallel_loops.outer_loops(self, outer, body, pointwise_only)  # SIMD, threads
         params = []
         for name, mode in self.args.items():
             const = "const " if mode == "in" else ""
@@ -315,14 +283,6 @@ class CppKernel(KernelWriter):
             params.append(f"const int64_t {name}")
         signature = f'extern "C" void {kernel.name}({", ".join(params)})'
         return "\n".join([signature, "{", *indent(lines), "}"])
-
-
-def _strides(ranges):
-    strides, running = [], 1
-    for size in reversed(ranges):
-        strides.append(running)
-        running *= size
-    return list(reversed(strides))
 
 
 def indent(lines, by="    "):
@@ -338,27 +298,4 @@ def loop_nest(prefix: str, ranges, body: list[str], innermost_pragma: str) -> li
         if d == len(ranges) - 1 and innermost_pragma:
             header.insert(0, innermost_pragma)
         lines = header + lines
-    return lines
-
-
-def outer_loops(outer, body: list[str], parallel, simd_last: bool, condition="") -> list[str]:
-    """The kernel's outer loop nest: parallel over the first dims (when `condition` holds at
-    run time, if there is one), SIMD on the last if pointwise."""
-    if not outer:
-        return body
-    n = len(outer)
-    lines = ["{", *indent(body), "}"]
-    simd_dims = 1 if simd_last else 0
-    for d in reversed(range(n)):
-        var = f"x{d}"
-        lines = [f"for (int64_t {var} = 0; {var} < {text(outer[d])}; {var}++)", *lines]
-        if simd_last and d == n - 1:
-            if parallel and n == 1:
-                lines.insert(0, f"#pragma omp parallel for simd{condition}")
-            else:
-                lines.insert(0, "#pragma omp simd")
-    n_parallel = n - simd_dims
-    if parallel and n_parallel > 0:
-        collapse = f" collapse({n_parallel})" if n_parallel > 1 else ""
-        lines.insert(0, f"#pragma omp parallel for{collapse}{condition}")
     return lines

@@ -16,16 +16,13 @@ products (bias_addmm.py, sibling_products.py) and store images channels-last
 (channels_last.py). Which device rules apply is the backend's `Rules` (rules.py).
 """
 
-import dataclasses
 import operator
-import warnings
 
 import torch
 import torch.fx
 import torch.utils._pytree as pytree
 
 from stage1_eval_frame.logs import get_logger
-from stage3_guards import config
 
 from . import lowerings  # noqa: F401  (its modules register their lowerings)
 from .ir import (
@@ -38,83 +35,21 @@ from .ir import (
     contiguous_strides,
 )
 from .like_eager import devices, layouts
+from .like_eager.dtypes import result_dtype
+from .like_eager.externs import ExternValue, MethodOf, extern
 from .like_eager.functionalize import without_inplace
 from .like_eager.in_place import InPlaceWrites
-from .like_eager.meta_run import (
-    attribute,
-    device_strides,
-    on_meta_device,
-    run_on_meta,
-    storage_id,
-    tensors_in,
-)
-from .lowering import LOWERINGS, SAME_DTYPE, SUPPORTED_DTYPES, EagerOnly, Fallback, is_tensor
+from .like_eager.meta_run import attribute, run_on_meta
+from .lowering import LOWERINGS, Fallback, is_tensor
 from .lowerings.arguments import by_position
 from .performance import channels_last, reuse
 from .performance.bias_addmm import bias_addmm
-from .performance.linear import into_planned_memory
 from .performance.sibling_products import SiblingProducts
+from .robustness.lowering_bugs import lowering_bug
 from .rules import CPU_RULES, Rules
-from .symbolic.sizes import (
-    as_size,
-    as_sizes,
-    as_symint,
-    as_symints,
-    fake_mode_of,
-    hint,
-    is_symbolic,
-)
+from .symbolic.sizes import as_size, call_now, fake_mode_of
 
 log = get_logger("kernels")
-
-
-@dataclasses.dataclass(frozen=True)
-class ExternValue:
-    """A non-tensor result of an extern call (the tuple of `torch.max(x, 0)`, say)."""
-
-    buffer: ExternKernel
-    meta: object  # the result on meta tensors, for the externs that consume it
-
-
-class MethodOf:
-    """`value.name(...)` for a value that torch made and that is not a tensor (a storage, a
-    named tuple): a call into torch at run time, as a Tensor method's is."""
-
-    def __init__(self, name: str):
-        self.name = self.__name__ = name
-
-    def __call__(self, value, *args, **kwargs):
-        return getattr(value, self.name)(*args, **kwargs)
-
-
-class LoweringError(Exception):
-    """A bug of ours: a lowering disagrees with torch on a graph that torch accepts."""
-
-
-def _to_meta(value):
-    if isinstance(value, BufferView):
-        size, stride = as_symints(value.layout.size), as_symints(value.layout.stride)
-        return torch.empty_strided(size, stride, dtype=value.layout.dtype, device="meta")
-    if isinstance(value, ExternValue):
-        return value.meta
-    return value
-
-
-def _stand_in(value):
-    """A one-element tensor with `value`'s dtype and rank: enough for torch to pick the dtype."""
-    if is_tensor(value):
-        return torch.ones((1,) * len(value.ranges), dtype=value.dtype)
-    return hint(value) if is_symbolic(value) else value
-
-
-def call_now(target, args, kwargs):
-    """Run a call without IR arguments now: shape arithmetic, a factory. Symbolic sizes
-    (sizes.py) go in as torch's SymInts, and come out as expressions."""
-    leaves = pytree.tree_leaves((args, kwargs))
-    if not any(map(is_symbolic, leaves)):
-        return target(*args, **kwargs)
-    args, kwargs = pytree.tree_map(as_symint, (args, kwargs))
-    return pytree.tree_map(as_size, target(*args, **kwargs))
 
 
 def _is_ir(value) -> bool:
@@ -123,21 +58,6 @@ def _is_ir(value) -> bool:
 
 def _has_tensor(value) -> bool:
     return any(isinstance(v, torch.Tensor) for v in pytree.tree_leaves(value))
-
-
-class Values(dict):
-    """node -> its lowered value, where a value already stored in a buffer (`realize`) reads
-    as that buffer: inductor's `realize()` turns a TensorBox into a StorageBox that all its
-    later readers load, instead of each recomputing the value (BERT's layer norm feeds the
-    three Q, K, V products and the residual add: one store, four reads)."""
-
-    def __init__(self, stored: dict):
-        super().__init__()
-        self.stored = stored
-
-    def __getitem__(self, node):
-        value = super().__getitem__(node)
-        return self.stored.get(id(value), (None, value))[1]
 
 
 class GraphLowering:
@@ -176,8 +96,8 @@ class GraphLowering:
 
     def realize(self, value, stride=None) -> BufferView:
         """`value` in memory (contiguous unless `stride` says otherwise). A value is stored
-        once per layout: a second call, and every node lowered after the first (`Values`),
-        reads the same buffer."""
+        once per layout: a second call, and every node lowered after the first (reuse.py's
+        `Values`), reads the same buffer."""
         if isinstance(value, BufferView):
             return value
         _, view = self.stored.get(id(value), (None, None))
@@ -203,7 +123,7 @@ class GraphLowering:
     def lower(self) -> "GraphLowering":
         """The node loop."""
         self.survey()
-        env = Values(self.stored)
+        env = reuse.Values(self.stored)
         # Inputs and constants first: a graph may name a weight just before its use, and a
         # call may read the weights of later ones (sibling products).
         for node in self.gm.graph.nodes:
@@ -309,110 +229,20 @@ class GraphLowering:
         try:
             if lowering is None:
                 raise Fallback("no lowering")
-            out = made if made is not None else self.result_dtype(lowering, target, args, kwargs)
+            out = made if made is not None else result_dtype(lowering, target, args, kwargs)
             value = lowering(self, out, *args, **kwargs)
             if is_tensor(value) and value.dtype != out.dtype:
                 raise Fallback(f"lowering gave {value.dtype}, torch gives {out.dtype}")
             return reuse.maybe_realize(self, node, value, users)  # dear and read again: stored
         except Fallback as error:
             log.info("extern %s (%s): %s", node.name, self.current_target, error)
-            return self.extern(node, op, target, args, kwargs)
+            return extern(self, node, op, target, args, kwargs)
         # Eager's own error (then the extern's meta run raises it too: EagerOnly), or a bug
         # of the lowering, which calls torch instead and says so (strict mode raises).
         except (TypeError, RuntimeError, IndexError, ValueError) as error:
-            value = self.extern(node, op, target, args, kwargs)
-            if config.strict:
-                raise LoweringError(
-                    f"lowering {node.name} ({self.current_target}) raised {error!r}, torch did not"
-                ) from error
-            log.warning(
-                "lowering %s (%s) raised %r, torch did not: a bug of minidynamo; calling torch",
-                node.name,
-                self.current_target,
-                error,
-            )
+            value = extern(self, node, op, target, args, kwargs)
+            lowering_bug(node, self.current_target, error)
             return value
-
-    def internal_error(self, message: str):
-        """A bug of ours: strict mode raises it; else the graph runs in torch, with a warning."""
-        if config.strict:
-            raise LoweringError(message)
-        log.warning("a bug of minidynamo: %s; the graph runs in torch", message)
-        raise EagerOnly(message)
-
-    @staticmethod
-    def result_dtype(lowering, target, args, kwargs) -> torch.Tensor:
-        """The result's dtype by torch's own promotion, from one-element stand-ins of the inputs
-        (of the first result, for an op that returns several).
-
-        The meta run knows each node's dtype, but not that of an in-place op computed out of
-        place (`x.add_(y)` keeps x's dtype, `x.add(y)` promotes); and the stand-ins run
-        torch's CPU kernels, which refuse some dtypes that meta functions let through
-        (`gelu` of an integer tensor), so that eager's error comes out.
-        """
-        leaves = pytree.tree_leaves((args, kwargs))
-        if any(isinstance(a, ExternValue) for a in leaves):
-            raise Fallback("an argument is the non-tensor result of an extern call")
-        tensors = [a for a in leaves if is_tensor(a)]
-        if lowering in SAME_DTYPE:
-            out = torch.empty((), dtype=tensors[SAME_DTYPE[lowering]].dtype)
-        else:
-            stand_ins = pytree.tree_map(_stand_in, (args, kwargs))
-            try:
-                with warnings.catch_warnings():  # var of one element warns; eager decides later
-                    warnings.simplefilter("ignore")
-                    out = target(*stand_ins[0], **stand_ins[1])
-            except Exception as error:  # eager fails on these dtypes: let eager say so, in order
-                raise EagerOnly(f"torch raises {error!r} for these dtypes") from error
-        results = list(out) if isinstance(out, tuple) else [out]  # `max(x, dim)`: two
-        if not all(isinstance(r, torch.Tensor) for r in results):
-            raise Fallback("the op does not return a tensor")
-        dtypes = [r.dtype for r in results] + [t.dtype for t in tensors]
-        unsupported = [d for d in dtypes if d not in SUPPORTED_DTYPES]
-        if unsupported:
-            raise Fallback(f"the kernels do not handle {unsupported[0]}")
-        return results[0]
-
-    def extern(self, node, op: str, target, args, kwargs):
-        """Call torch at run time; a meta run now gives the result's layout (or eager's error).
-
-        The result may share memory with an argument (a view, `detach`, `contiguous` of a
-        contiguous tensor): the meta run says so by its storage, and then the wrapper
-        keeps the argument's buffer alive and never hands it to another kernel.
-        """
-        target, args, images = channels_last.extern_images(self, target, args)
-        args, kwargs = pytree.tree_map(self.realized, (args, kwargs))
-        meta_args, meta_kwargs = pytree.tree_map(_to_meta, (args, kwargs))
-        meta_kwargs = on_meta_device(meta_kwargs)
-        meta_target = self.meta.module(target) if op == "call_module" else target
-        try:
-            out = meta_target(*meta_args, **meta_kwargs)
-        except Exception as error:  # a bad graph, or no meta function: eager will tell
-            raise EagerOnly(f"{node.name}: on meta tensors torch raises {error!r}") from error
-        if not isinstance(out, torch.Tensor):
-            buffer = ExternKernel(
-                self.new_name(), None, target, tuple(args), dict(kwargs), is_tensor=False
-            )
-            self.buffers.append(buffer)
-            return ExternValue(buffer, out)
-        if images:  # oneDNN returns channels-last as cuDNN does; the CPU meta function not
-            stride = channels_last.channels_last_strides(out.shape)
-        else:
-            stride = device_strides(target, out, self.device, meta_args, meta_kwargs)
-        layout = Layout(as_sizes(out.shape), as_sizes(stride), out.dtype)
-        arguments = pytree.tree_leaves((meta_args, meta_kwargs))
-        may_alias = storage_id(out) in {storage_id(a) for a in tensors_in(arguments)}
-        target, into_out = into_planned_memory(target, layout, may_alias)
-        buffer = ExternKernel(
-            self.new_name(), layout, target, tuple(args), dict(kwargs),
-            may_alias=may_alias, out=into_out,
-        )  # fmt: skip
-        self.buffers.append(buffer)
-        return BufferView(buffer, layout)
-
-    def realized(self, value):
-        """An extern's argument in memory: torch reads tensors, not IR."""
-        return self.realize(value) if isinstance(value, Pointwise) else value
 
     def __str__(self) -> str:
         lines = [str(b) for b in self.inputs if b is not None]

@@ -18,8 +18,8 @@ import math
 
 import torch
 
-from .graph_lowering import ExternValue
 from .ir import BufferView
+from .like_eager.externs import ExternValue
 from .like_eager.functionalize import WriteBack
 from .performance import memory_plan
 from .scheduler import ExternCall, FusedKernel

@@ -33,9 +33,9 @@ from typing import ClassVar
 
 import torch
 
-from stage5_inductor_cpp.graph_lowering import EagerOnly
 from stage5_inductor_cpp.ir import Index, result_dtype
 from stage5_inductor_cpp.kernel_writer import KernelWriter, OpOverrides, Value, start_value
+from stage5_inductor_cpp.lowering import EagerOnly
 from stage5_inductor_cpp.scheduler import FusedKernel, SchedulerNode
 from stage5_inductor_cpp.symbolic import sizes
 

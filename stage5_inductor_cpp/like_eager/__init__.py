@@ -4,6 +4,9 @@ meta_run.py        the graph on meta tensors: eager's verdict, strides, who writ
 functionalize.py   each in-place op's out-of-place form, and whose memory it writes
 in_place.py        the node loop's side of it: stores into memory, write-backs to inputs
 layouts.py         outputs with eager's strides; memory a program reads, as eager's
+externs.py         a call into torch: its result's layout and sharing of memory, from a meta run
+dtypes.py          a result's dtype, by torch's own promotion on one-element stand-ins
+arg_reductions.py  argmax and argmin in C++: the first extreme wins, and the first NaN
 devices.py         the kernels' device: a tensor elsewhere runs the graph in torch
 autocast.py        a call under autocast runs the graph in torch
 prelude.h          the C++ helpers that give torch's answers where C++'s differ

@@ -14,6 +14,7 @@ import torch.fx
 
 from ..ir import BufferView, Layout, Pointwise, index_vars, loads_of
 from ..lowering import EagerOnly, as_pointwise, is_tensor, make_pointwise
+from ..robustness.lowering_bugs import internal_error
 from .functionalize import Functionalization, OutOfPlace, WriteBack
 from .meta_run import storage_id
 
@@ -55,7 +56,7 @@ class InPlaceWrites:
                 raise EagerOnly(f"{node.name}: torch cannot write {value.dtype} into {want.dtype}")
             value = make_pointwise(lambda v: v, value, dtype=want.dtype, compute=value.dtype)
         if not is_tensor(value) or tuple(value.ranges) != want.size:
-            graph.internal_error(f"{node.name} out of place gives {value}, eager {want}")
+            internal_error(f"{node.name} out of place gives {value}, eager {want}")
         value = self.store(form, value, env)
         for same in form.rebinds:  # they stand for the tensor as written from now on
             env[same] = value

@@ -36,6 +36,7 @@ from stage1_eval_frame.logs import get_logger
 
 from ..ir import BufferView, ExternKernel, InputBuffer, Layout
 from ..lowering import EagerOnly, as_pointwise, is_tensor
+from ..robustness.lowering_bugs import internal_error
 from ..symbolic.sizes import as_size, hint, same
 from .meta_run import Snapshot, snapshot, storage_id, tensors_in
 
@@ -130,7 +131,7 @@ def land_outputs(graph, node: torch.fx.Node, env: dict):
         elif is_tensor(value) and isinstance(result, torch.Tensor):
             want = snapshot(result)  # what the caller gets: after every in-place op
             if (tuple(value.ranges), value.dtype) != (want.size, want.dtype):
-                graph.internal_error(f"output {arg.name} is {value}, eager's is {want}")
+                internal_error(f"output {arg.name} is {value}, eager's is {want}")
             aliases_an_input = storage_id(result) in meta.input_storages
             if arg.meta.get("saved_for_backward") and not of_an_input(value):
                 # only the backward reads it (aot.py): it keeps our layout, channels-last

@@ -6,6 +6,7 @@ sibling_products.py  products of one input by several weights as one (a GPU rule
 split_reductions.py  a reduction over much into few results in two kernels (a GPU rule)
 reuse.py             a value read twice: stored once, or computed again in each reader
 channels_last.py     images between convolutions stored channels-last
+parallel_loops.py    the C++ outer loops: on all cores when worth it, SIMD when pointwise
 outer_reductions.py  the C++ loops turned round: SIMD over the last outer dim
 stash.py             a reduction loop stores a costly value for a later loop to read
 memory_plan.py       the wrapper's dead buffers reused or deleted

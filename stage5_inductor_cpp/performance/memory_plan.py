@@ -10,8 +10,8 @@ also handed to the next allocation of the same layout (`buf4 = buf1  # reuse`).
 
 import torch.utils._pytree as pytree
 
-from ..graph_lowering import ExternValue
 from ..ir import BufferView, ExternKernel, Layout
+from ..like_eager.externs import ExternValue
 from ..scheduler import ExternCall, FusedKernel
 
 

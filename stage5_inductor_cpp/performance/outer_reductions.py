@@ -33,6 +33,7 @@ from .. import codegen_cpp as cpp
 from ..kernel_writer import Value
 from ..scheduler import SchedulerNode
 from ..symbolic.sizes import is_symbolic
+from . import parallel_loops
 
 # An outer reduction keeps one accumulator per element of the last outer dim, on the stack.
 OUTER_REDUCTION_LIMIT = 4096
@@ -178,9 +179,9 @@ def split_among_threads(writer) -> bool:
     """Whether an outer reduction's loops are shared out among the threads: when the outer
     loops around it are one iteration (a channels-last BatchNorm's statistics: a row per
     channel over the whole image), which would otherwise run on one thread."""
-    work = writer.work()
-    one_outer_iteration = math.prod(writer.kernel.outer[:-1]) == 1
-    return not is_symbolic(work) and work >= cpp.PARALLEL_THRESHOLD and one_outer_iteration
+    work = parallel_loops.work(writer)
+    worth_it = not is_symbolic(work) and work >= parallel_loops.PARALLEL_THRESHOLD
+    return worth_it and math.prod(writer.kernel.outer[:-1]) == 1
 
 
 def among_threads(nest: list[str], depth: int, accs: list[RowAccumulator], last, size):

@@ -2,9 +2,10 @@
 
 Pointwise values are inlined into their readers (lowering.py): a chain of ops becomes one
 expression. A value read twice is then computed twice, which is cheaper than a round trip
-through memory while the value is cheap; past a threshold it is stored once
-(`realize`) and every reader loads it (inductor's `should_realize_on_reuse` and
-`realize_reads_threshold`, torch/_inductor/ir.py and config.py).
+through memory while the value is cheap; past a threshold it is stored once (`realize`)
+and every later reader loads it (`Values`, the node loop's map), as inductor's
+`should_realize_on_reuse` and `realize_reads_threshold` decide (torch/_inductor/ir.py
+and config.py).
 
 Images between convolutions (a graph stored channels-last, channels_last.py) are stored
 too, except where `Rules.recompute_images` (a GPU rule, rules.py) computes them again in
@@ -28,6 +29,21 @@ REUSE_READS = 4
 # A value this expensive is stored even with one reader: its expression would grow past
 # what a compiler and a reader of the kernel handle well.
 MAX_INLINE_COST = 200
+
+
+class Values(dict):
+    """The node loop's node -> value, where a value already stored in a buffer (`realize`)
+    reads as that buffer: inductor's `realize()` turns a TensorBox into a StorageBox that
+    all its later readers load, instead of each recomputing the value (a transformer's
+    layer norm feeds the Q, K and V products and the residual add: one store, four reads)."""
+
+    def __init__(self, stored: dict):
+        super().__init__()
+        self.stored = stored
+
+    def __getitem__(self, node):
+        value = super().__getitem__(node)
+        return self.stored.get(id(value), (None, value))[1]
 
 
 def maybe_realize(graph, node, value, users: int):

@@ -13,7 +13,7 @@ import torch.fx
 from stage1_eval_frame.logs import get_logger
 from stage3_guards import config
 
-from ..graph_lowering import LoweringError
+from ..robustness.lowering_bugs import LoweringError
 from .sizes import SymbolicUnsupported, as_size, is_symbolic, sizes_text, symbols_of
 
 recompile_log = get_logger("recompiles")

@@ -25,6 +25,7 @@ import sys
 import threading
 
 import torch
+import torch.utils._pytree as pytree
 from torch._subclasses.fake_tensor import FakeTensor
 
 # sympy is imported by torch's symbolic shapes, only when a trace has symbols: a static
@@ -96,6 +97,16 @@ def as_symint(value):
 
 def as_symints(values) -> tuple:
     return tuple(as_symint(v) for v in values)
+
+
+def call_now(target, args, kwargs):
+    """Run a call without IR arguments now (shape arithmetic, a factory): symbolic sizes go
+    in as torch's SymInts, and come out as expressions."""
+    leaves = pytree.tree_leaves((args, kwargs))
+    if not any(map(is_symbolic, leaves)):
+        return target(*args, **kwargs)
+    args, kwargs = pytree.tree_map(as_symint, (args, kwargs))
+    return pytree.tree_map(as_size, target(*args, **kwargs))
 
 
 def is_symbolic(value) -> bool:

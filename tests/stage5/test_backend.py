@@ -7,8 +7,8 @@ import stage3_guards
 import stage4_fx
 from stage5_inductor_cpp import CompiledGraph, compile_fx
 from stage5_inductor_cpp.backend import SameArguments, compile_graph, load_cpp, write_cpp
-from stage5_inductor_cpp.graph_lowering import LoweringError
 from stage5_inductor_cpp.lowering import LOWERINGS
+from stage5_inductor_cpp.robustness.lowering_bugs import LoweringError
 from tests.oracle import assert_same_as_eager
 from tests.stage5.helpers import check_torch_compile, compile_traced, kernel_logs
 
