@@ -3,7 +3,11 @@
 MINIDYNAMO_EXERCISES=1 .venv/bin/python -m pytest tests/stage3/test_exercises.py -q
 """
 
+import contextlib
+import importlib.util
+import io
 import os
+import pathlib
 
 import pytest
 import torch
@@ -20,14 +24,24 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def test_a_hit_moves_the_entry_to_the_front():
-    cache = FrameCache(add.__code__, compile_add)
-    for n in (1, 2, 3):
-        call(cache, add, torch.ones(n), torch.ones(n))
-    first = cache.entries[-1]
-    call(cache, add, torch.ones(1), torch.ones(1))
-    assert cache.entries[0] is first
-    assert len(cache.entries) == 3
+def load_tiny_program():
+    """docs/tiny/guards_and_cache.py as a module (its demo runs only as a script)."""
+    path = pathlib.Path(__file__).resolve().parents[2] / "docs" / "tiny" / "guards_and_cache.py"
+    spec = importlib.util.spec_from_file_location("guards_and_cache", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_tiny_cache_gives_up_past_a_limit():
+    """Past LIMIT entries for a code object, a miss runs the function as it is."""
+    tiny = load_tiny_program()
+    tiny.LIMIT = 2
+    with contextlib.redirect_stdout(io.StringIO()):
+        for n in (1, 2, 3, 4, 1, 2):
+            x = torch.ones(n)
+            assert torch.equal(tiny.call(tiny.f, x), tiny.f(x))
+    assert len(tiny.cache[tiny.f.__code__]) == 2  # sizes 1 and 2; 3 and 4 ran as they are
 
 
 def test_every_entry_says_why_it_failed():
@@ -39,6 +53,16 @@ def test_every_entry_says_why_it_failed():
         "entry 0: size of local 'x' changed: expected 2, got 8",
         "entry 1: size of local 'x' changed: expected 4, got 8",
     ]
+
+
+def test_a_hit_moves_the_entry_to_the_front():
+    cache = FrameCache(add.__code__, compile_add)
+    for n in (1, 2, 3):
+        call(cache, add, torch.ones(n), torch.ones(n))
+    first = cache.entries[-1]
+    call(cache, add, torch.ones(1), torch.ones(1))
+    assert cache.entries[0] is first
+    assert len(cache.entries) == 3
 
 
 def test_deterministic_algorithms_guard():
