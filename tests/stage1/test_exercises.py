@@ -1,25 +1,76 @@
 """The exercises at the end of docs/stage1_eval_frame.md (skipped unless MINIDYNAMO_EXERCISES=1).
 
-Rebuild the C extension after each change, then:
+In the chapter's order, easiest first: the tiny program, then hook.py (Python), then the
+C code. Rebuild the C extension after each change to a C file, then:
 
 .venv/bin/python setup.py build_ext --inplace
 MINIDYNAMO_EXERCISES=1 .venv/bin/python -m pytest tests/stage1/test_exercises.py -q
 """
 
 import gc
+import importlib.util
 import os
+import pathlib
 import sys
 import threading
 
 import pytest
 
 import stage1_eval_frame as ef
-from stage1_eval_frame.__main__ import cube, run_hooked, sum_of_cubes
+from stage1_eval_frame.__main__ import cube, run_hooked, square, sum_of_cubes
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("MINIDYNAMO_EXERCISES") != "1",
     reason="exercises: set MINIDYNAMO_EXERCISES=1 to check your solutions",
 )
+
+
+def load_tiny_program():
+    """docs/tiny/frame_hook.py as a module (running it prints its three lines)."""
+    path = pathlib.Path(__file__).resolve().parents[2] / "docs" / "tiny" / "frame_hook.py"
+    spec = importlib.util.spec_from_file_location("frame_hook", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_tiny_calls_to():
+    """`calls_to(fn, *args)`: fn's result, and the names of the frames the hook was asked about."""
+    tiny = load_tiny_program()
+    assert tiny.calls_to(tiny.cube, 3) == (27, ["cube", "square"])
+    assert tiny.calls_to(tiny.square, 4) == (16, ["square"])
+    assert ef.get_eval_frame() is None  # the hook is off again
+
+    def fails():
+        return tiny.square(1) / 0
+
+    with pytest.raises(ZeroDivisionError):
+        tiny.calls_to(fails)
+    assert ef.get_eval_frame() is None  # off again, even after an exception
+
+
+def test_replacing():
+    """`with ef.hook.replacing(function, replacement):` runs `replacement` for every call of
+    `function` in the block, with the same arguments, and lets every other frame run."""
+    from stage1_eval_frame.hook import replacing
+
+    with replacing(square, lambda x: -x):
+        assert cube(3) == -9  # cube runs; its call of square is answered by the replacement
+        assert square(x=5) == -5  # a keyword argument arrives in its slot, by position
+        assert cube(2) == -4
+    assert ef.get_eval_frame() is None and cube(3) == 27  # the hook is off after the block
+
+    # The replacement runs with the hook on: to call the original, call it unhooked.
+    with replacing(square, lambda x: ef.call_unhooked(square, x) + 1):
+        assert cube(3) == 30  # 3 * (9 + 1)
+
+    seen = []
+    with ef.eval_frame(lambda frame: seen.append(frame.code.co_name)):
+        with replacing(cube, lambda x: 0):
+            assert sum_of_cubes(3) == 0
+        seen.clear()
+        square(2)  # the outer block's callback is back
+    assert "square" in seen
 
 
 def test_frames_seen():
