@@ -34,11 +34,11 @@ trace:
   return t1
 """,
     ("stage3_guards", "guards_and_cache"): """\
-size 3: miss, traced 2 nodes, guard x.size(0) == 3 and x.dtype == torch.float32
-size 3: hit, x.size(0) == 3 and x.dtype == torch.float32
-size 1: miss, traced 2 nodes, guard x.size(0) == 1 and x.dtype == torch.float32
-size 3: hit, x.size(0) == 3 and x.dtype == torch.float32
-size 1: hit, x.size(0) == 1 and x.dtype == torch.float32
+size 3: miss, traced 2 nodes, guard x.size(0) == 3
+size 3: hit, x.size(0) == 3
+size 1: miss, traced 2 nodes, guard x.size(0) == 1
+size 3: hit, x.size(0) == 3
+size 1: hit, x.size(0) == 1
 2 entries in the cache of f
 """,
     ("stage4_fx", "graph_and_break"): """\

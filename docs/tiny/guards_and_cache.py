@@ -4,19 +4,15 @@ import torch
 
 from stage2_symbolic_vm import replay, trace
 
-
-def f(x):
-    if x.size(0) > 2:  # the trace sees a number, takes one branch, and relies on it
-        return x * 2
-    return x + 1
-
-
 cache = {}  # code object -> [(guard, trace)], newest first
 
 
+def f(x):  # the trace sees x.size(0) as a number, takes one branch, and relies on it
+    return x * 2 if x.size(0) > 2 else x + 1
+
+
 def guard_for(recorded, x):
-    """The check that what this trace relied on still holds: here, by hand, the size."""
-    size = x.size(0)
+    size = x.size(0)  # what the trace relied on, written by hand: the size alone
 
     def guard(x):
         return x.size(0) == size
@@ -39,6 +35,5 @@ def call(fn, x):
 
 if __name__ == "__main__":
     for n in (3, 3, 1, 3, 1):
-        x = torch.ones(n)
-        assert torch.equal(call(f, x), f(x))
+        assert torch.equal(call(f, torch.ones(n)), f(torch.ones(n)))
     print(len(cache[f.__code__]), "entries in the cache of f")
