@@ -15,7 +15,7 @@ It also checks that every exercise has a solution, that every solution has an
 exercise, and that each chapter includes its solutions. The copies run in
 parallel, one pytest each, as many at once as the machine has cores.
 
-Usage: python scripts/test_solutions.py [-k SUBSTRING] [--jobs N]
+Usage: python scripts/test_solutions.py [-k SUBSTRING of stageN/test_name] [--jobs N]
 """
 
 import argparse
@@ -132,10 +132,13 @@ def solve(stage: str, name: str, scratch: pathlib.Path) -> str | None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("-k", default="", help="only the exercises whose test name has this")
+    parser.add_argument("-k", default="", help="only the exercises whose stageN/test_name has this")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 2)
     options = parser.parse_args()
-    wanted = [(s, n) for s, n in exercises() if options.k in n]
+    wanted = [(s, n) for s, n in exercises() if options.k in f"{s}/{n}"]
+    if not wanted:  # pytest given no test ids would run the whole suite
+        print(f"no exercise matches -k {options.k!r}", file=sys.stderr)
+        return 1
     problems = check_the_books_solutions(wanted)
 
     with tempfile.TemporaryDirectory(prefix="minidynamo-solutions-") as scratch:
