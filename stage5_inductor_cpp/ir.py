@@ -27,6 +27,7 @@ import threading
 from collections.abc import Callable
 
 import torch
+import torch.utils._pytree as pytree
 
 from .symbolic.sizes import as_sizes, free_symbols, is_symbolic, operand, text
 
@@ -332,21 +333,9 @@ class ExternKernel(Buffer):
     out: bool = False  # writes into memory the wrapper plans (`out=`), as kernels do
 
     def inputs(self) -> list["BufferView"]:
-        found = []
-
-        def visit(value):
-            if isinstance(value, BufferView):
-                found.append(value)
-            elif isinstance(value, (list, tuple)):
-                for v in value:
-                    visit(v)
-            elif isinstance(value, dict):
-                for v in value.values():
-                    visit(v)
-
-        visit(self.args)
-        visit(self.kwargs)
-        return found
+        """The tensors it reads, wherever they sit in its arguments (`torch.cat([a, b])`)."""
+        leaves = pytree.tree_leaves((self.args, self.kwargs))
+        return [leaf for leaf in leaves if isinstance(leaf, BufferView)]
 
     @property
     def op_name(self) -> str:

@@ -21,6 +21,7 @@ from stage1_eval_frame.logs import get_logger
 from .robustness.cache_files import (
     cache_dir,
     cached_library,
+    host_cpu,
     library_name,
     temporary_path,
     write_atomically,
@@ -51,17 +52,6 @@ class CompilerNotFound(CompilationError):
 
 def compiler() -> str:
     return os.environ.get("CXX", "g++")
-
-
-@functools.cache
-def host_cpu() -> str:
-    """`-march=native` builds for this CPU: a cache shared by two machines must not mix them."""
-    try:
-        text = pathlib.Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return platform.machine()
-    lines = [ln for ln in text.splitlines() if ln.startswith(("model name", "flags"))]
-    return platform.machine() + "".join(sorted(set(lines)))
 
 
 def library_key(source: str) -> str:

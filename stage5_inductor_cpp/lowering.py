@@ -11,8 +11,8 @@ Pointwise values are not materialised: a consumer's `inner_fn` calls its
 producer's `inner_fn`, so a chain of pointwise ops is one expression, later one
 kernel (inductor inlines the same way). Reductions always write a buffer.
 
-This file is the core table: the elementwise ops of `UNARY` and `BINARY`, `where`, and
-the reductions, with the building blocks every lowering uses (`make_pointwise`,
+This file is the core table: the elementwise ops of `UNARY` and `BINARY`, and the
+reductions, with the building blocks every lowering uses (`make_pointwise`,
 `make_reduction`, `reindex`). The breadth of ops (views, casts and copies, composite ops,
 pooling, gathers, factories) is registered into the same table by lowerings/.
 """
@@ -295,20 +295,6 @@ for _name, (_op, _promoted) in BINARY.items():
 for _target, _name in OPERATORS.items():
     if _name in LOWERINGS:
         LOWERINGS[_target] = LOWERINGS[_name]
-
-
-@register("where")
-def where(graph, out, cond, a, b):
-    def fn(c, x, y):
-        return ops.where(c, x, y)
-
-    cond = make_pointwise(lambda c: c, cond, dtype=torch.bool) if is_tensor(cond) else bool(cond)
-    ranges = broadcast_shapes(*[v.ranges for v in (cond, a, b) if is_tensor(v)])
-    loaders = [loader_for(cond, ranges, torch.bool)] + [
-        loader_for(v, ranges, out.dtype) for v in (a, b)
-    ]
-    cost = 1 + sum(v.cost for v in (cond, a, b) if is_tensor(v))
-    return Pointwise(out.dtype, ranges, lambda idx: fn(*[ld(idx) for ld in loaders]), cost)
 
 
 # ----------------------------------------------------------------------------- reductions

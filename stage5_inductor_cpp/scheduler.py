@@ -14,8 +14,10 @@ A node may join a kernel when (torch/_inductor/scheduler.py `can_fuse` decides t
   * everything it depends on runs before or in that kernel;
   * a write-back into a graph input (functionalize.py) runs after every read of the
     input's old value, and joins a kernel only if each read there is of the element
-    it stores (then the loop loads `x[i]`, computes, and stores `x[i]`).
-Each refusal is logged with its reason (`MINIDYNAMO_LOGS=kernels`).
+    it stores (then the loop loads `x[i]`, computes, and stores `x[i]`): the rules of
+    like_eager/in_place.py.
+Each refusal is logged with its reason (`MINIDYNAMO_LOGS=kernels`). Buffers that nothing
+reads are not scheduled at all (performance/dead_buffers.py).
 
 How a kernel's loops are written is the code generators' business: the C++ writer's
 own decisions (which reduction stashes its values in an output, stash.py) are made there.
@@ -41,7 +43,9 @@ from .ir import (
     index_vars,
     set_handler,
 )
+from .like_eager import in_place
 from .like_eager.functionalize import WriteBack
+from .performance import dead_buffers
 from .symbolic.sizes import hint
 
 log = get_logger("kernels")
@@ -192,26 +196,6 @@ def numel(ranges) -> int:
     return math.prod(ranges)
 
 
-def live_buffers(graph) -> list:
-    """The graph's buffers less those that nothing reads: the indices of `x.max(dim)` when
-    only `.values` is used (inductor's scheduler does `dead_node_elimination`). Extern calls
-    and write-backs stay, for their effects."""
-    outputs = pytree.tree_leaves(graph.outputs)
-    live = {leaf.buffer.name for leaf in outputs if isinstance(leaf, BufferView)}
-    inputs = {b.name for b in graph.inputs if b is not None} | set(graph.constants)
-    kept = []
-    for buffer in reversed(graph.buffers):
-        if isinstance(buffer, ExternKernel):
-            live |= extern_reads(buffer)
-        elif buffer.name in live or (isinstance(buffer, WriteBack) and buffer.name in inputs):
-            live |= SchedulerNode(buffer).reads()
-        else:
-            log.info("%s is read by nothing: not computed", buffer.name)
-            continue
-        kept.append(buffer)
-    return kept[::-1]
-
-
 class Scheduler:
     """Turns a `GraphLowering` into an ordered list of `FusedKernel` and `ExternCall` steps."""
 
@@ -219,7 +203,7 @@ class Scheduler:
         """`prefix` starts every kernel's name: "cpp" here, "triton" in stage 6."""
         self.graph = graph
         self.steps: list[FusedKernel | ExternCall] = []
-        for buffer in live_buffers(graph):
+        for buffer in dead_buffers.live_buffers(graph):  # what nothing reads is not computed
             if isinstance(buffer, ExternKernel):
                 self.steps.append(ExternCall(buffer))
             else:
@@ -243,13 +227,7 @@ class Scheduler:
         earliest = max(
             (i for i, step in enumerate(self.steps) if step.produced() & reads), default=-1
         )
-        if isinstance(node.buffer, WriteBack):  # after every reader of the old value and
-            readers = (  # every earlier write: the copy it stores into, an earlier store
-                i
-                for i, step in enumerate(self.steps)
-                if node.name in step_reads(step) | step.produced()
-            )
-            earliest = max(earliest, *readers, -1)
+        earliest = max(earliest, in_place.last_step_before(self.steps, node))  # a write-back
         for i in range(len(self.steps) - 1, max(earliest, 0) - 1, -1):
             reason = self.refuse(self.steps[i], node)
             if reason is None:
@@ -274,14 +252,7 @@ class Scheduler:
         for name, index in node.loads(n):
             if name in producers and (why := other_element(name, index, producers[name], node, n)):
                 return why
-        if isinstance(node.buffer, WriteBack):  # every read of the input's old value there
-            if node.name in step.produced():  # in one loop, another iteration may write later
-                return f"the kernel writes {node.name} too"
-            for reader in step.nodes:  # must be of the element the write-back stores
-                for name, index in reader.loads(n):
-                    if name == node.name and (why := other_element(name, index, node, reader, n)):
-                        return f"{reader.name} {why}, which the write-back overwrites"
-        return None
+        return in_place.refuse_write_back(step, node, n)  # a write-back: after the old reads
 
     @staticmethod
     def fused_outer(step: FusedKernel, node: SchedulerNode):

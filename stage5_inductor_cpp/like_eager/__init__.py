@@ -2,7 +2,7 @@
 
 meta_run.py        the graph on meta tensors: eager's verdict, strides, who writes where
 functionalize.py   each in-place op's out-of-place form, and whose memory it writes
-in_place.py        the node loop's side of it: stores into memory, write-backs to inputs
+in_place.py        the node loop's and the scheduler's side of it: stores, write-backs
 layouts.py         outputs with eager's strides; memory a program reads, as eager's
 externs.py         a call into torch: its result's layout and sharing of memory, from a meta run
 dtypes.py          a result's dtype, by torch's own promotion on one-element stand-ins

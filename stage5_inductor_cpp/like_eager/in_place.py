@@ -12,6 +12,7 @@ import collections
 import torch
 import torch.fx
 
+from .. import scheduler
 from ..ir import BufferView, Layout, Pointwise, index_vars, loads_of
 from ..lowering import EagerOnly, as_pointwise, is_tensor, make_pointwise
 from ..robustness.lowering_bugs import internal_error
@@ -167,3 +168,38 @@ def shares_written_memory(args, written: tuple[int, ...]) -> bool:
     # training forward writes into many of its inputs)
     counts = collections.Counter(storages)
     return any(counts[args[i].untyped_storage().data_ptr()] > 1 for i in written)
+
+
+# ------------------------------------------------------------------------ the scheduler's rules
+
+
+def last_step_before(steps, node) -> int:
+    """The last of the scheduler's `steps` that write-back `node` must run in or after (-1
+    for any other node): every reader of the input's old value, and every earlier write
+    (the copy it stores into, an earlier store)."""
+    if not isinstance(node.buffer, WriteBack):
+        return -1
+    return max(
+        (
+            i
+            for i, step in enumerate(steps)
+            if node.name in scheduler.step_reads(step) | step.produced()
+        ),
+        default=-1,
+    )
+
+
+def refuse_write_back(step, node, n: int) -> str | None:
+    """Why write-back `node` cannot join kernel `step` (of `n` outer dims), or None: every
+    read of the input's old value there must be of the element the write-back stores (then
+    the loop loads `x[i]`, computes, and stores `x[i]`)."""
+    if not isinstance(node.buffer, WriteBack):
+        return None
+    if node.name in step.produced():  # in one loop, another iteration may write later
+        return f"the kernel writes {node.name} too"
+    for reader in step.nodes:
+        for name, index in reader.loads(n):
+            why = name == node.name and scheduler.other_element(name, index, node, reader, n)
+            if why:
+                return f"{reader.name} {why}, which the write-back overwrites"
+    return None

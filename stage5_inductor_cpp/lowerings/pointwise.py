@@ -1,4 +1,4 @@
-"""Elementwise ops beyond the core table: rounding to decimals, bitwise ops on bools,
+"""Elementwise ops beyond the core table: `where`, rounding to decimals, bitwise ops on bools,
 `rsub`, and powers with the exponents torch computes otherwise."""
 
 import math
@@ -6,8 +6,34 @@ import operator
 
 import torch
 
-from ..ir import ops
-from ..lowering import LOWERINGS, Fallback, _unary, is_tensor, make_pointwise, register, upcast
+from ..ir import Pointwise, ops
+from ..lowering import (
+    LOWERINGS,
+    Fallback,
+    _unary,
+    broadcast_shapes,
+    is_tensor,
+    loader_for,
+    make_pointwise,
+    register,
+    upcast,
+)
+
+
+@register("where")
+def where(graph, out, cond, a, b):
+    """`torch.where(cond, a, b)`: three inputs broadcast together, the condition read as bool."""
+
+    def fn(c, x, y):
+        return ops.where(c, x, y)
+
+    cond = make_pointwise(lambda c: c, cond, dtype=torch.bool) if is_tensor(cond) else bool(cond)
+    ranges = broadcast_shapes(*[v.ranges for v in (cond, a, b) if is_tensor(v)])
+    loaders = [loader_for(cond, ranges, torch.bool)] + [
+        loader_for(v, ranges, out.dtype) for v in (a, b)
+    ]
+    cost = 1 + sum(v.cost for v in (cond, a, b) if is_tensor(v))
+    return Pointwise(out.dtype, ranges, lambda idx: fn(*[ld(idx) for ld in loaders]), cost)
 
 
 @register("round")

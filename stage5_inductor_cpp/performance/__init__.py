@@ -10,4 +10,5 @@ parallel_loops.py    the C++ outer loops: on all cores when worth it, SIMD when 
 outer_reductions.py  the C++ loops turned round: SIMD over the last outer dim
 stash.py             a reduction loop stores a costly value for a later loop to read
 memory_plan.py       the wrapper's dead buffers reused or deleted
+dead_buffers.py      buffers that nothing reads are not computed
 """

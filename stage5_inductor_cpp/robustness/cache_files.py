@@ -11,15 +11,20 @@ Files are written to a temporary name and renamed with `os.replace`, which is at
 a process running in parallel sees no library or a whole one, never half of one. A
 temporary is removed on the way out, Ctrl-C included, and nothing reads one.
 
+A library's key holds the host's CPU (`host_cpu`): `-march=native` builds for this CPU, and
+a cache shared by two machines (a home directory on a network disk) must not mix them.
+
 A cache directory that cannot be written (a read-only HOME, `MINIDYNAMO_CACHE_DIR`
 below a file) is replaced by a temporary directory for the process, with one warning.
 """
 
 import atexit
 import contextlib
+import functools
 import hashlib
 import os
 import pathlib
+import platform
 import shutil
 import tempfile
 import threading
@@ -30,6 +35,17 @@ log = get_logger("kernels")
 
 _fallbacks: dict[pathlib.Path, pathlib.Path] = {}  # unusable directory -> this process's own
 _fallbacks_lock = threading.Lock()
+
+
+@functools.cache
+def host_cpu() -> str:
+    """`-march=native` builds for this CPU: a cache shared by two machines must not mix them."""
+    try:
+        text = pathlib.Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return platform.machine()
+    lines = [ln for ln in text.splitlines() if ln.startswith(("model name", "flags"))]
+    return platform.machine() + "".join(sorted(set(lines)))
 
 
 def cache_dir() -> pathlib.Path:
