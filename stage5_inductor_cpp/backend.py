@@ -16,7 +16,7 @@ whole: graphs whose writes we cannot follow (into a module's tensors, into an in
 shares memory with another; writes into inputs and their views are written back,
 like_eager/functionalize.py), that run under autocast, or whose tensors are not on the
 CPU, and every graph when there is no C++ compiler (after one warning). Each such reason
-is logged once and kept in `CompiledGraph.torch_reasons`.
+is logged once and kept in `CompiledGraph.torch_reasons` (like_eager/in_torch.py).
 """
 
 import ctypes
@@ -35,8 +35,8 @@ from . import kernel_cache
 from .codegen_cpp import PRELUDE, CppKernel
 from .graph_lowering import GraphLowering
 from .ir import ExternKernel
-from .like_eager.autocast import autocast_reason
 from .like_eager.in_place import shares_written_memory
+from .like_eager.in_torch import RunsInTorch, devices_of
 from .lowering import EagerOnly
 from .rules import Rules
 from .scheduler import FusedKernel, Scheduler
@@ -168,8 +168,12 @@ def warn_once(message: str):
     log.warning(message)
 
 
-class CompiledGraph(TrainingGraphs):
-    """What `compile_fx` returns: call it with the graph's inputs, get the graph's outputs."""
+class CompiledGraph(TrainingGraphs, RunsInTorch):
+    """What `compile_fx` returns: call it with the graph's inputs, get the graph's outputs.
+
+    A call the kernels cannot run runs the graph in torch and says why (`ran_in_torch`,
+    `eager_reason`, `device_reason`: like_eager/in_torch.py); a call that needs autograd
+    runs the forward and backward graphs (`train`: training/autograd.py)."""
 
     def __init__(self, gm: torch.fx.GraphModule, example_inputs):
         self.gm = gm
@@ -237,32 +241,12 @@ class CompiledGraph(TrainingGraphs):
             return None
         return self.last
 
-    def ran_in_torch(self, reason: str):
-        """Say why the graph runs in torch: once per reason, in the log and `torch_reasons`."""
-        if reason not in self.torch_reasons:
-            self.torch_reasons.append(reason)
-            log.info("running the graph in torch: %s", reason)
-
-    def eager_reason(self, args) -> str | None:
-        """Why these arguments cannot run the kernels this call (autocast), or None."""
-        return autocast_reason(args)
-
-    def device_reason(self, devices: set[torch.device]) -> str | None:
-        """Why the kernels cannot run on the tensors' devices; stage 6 runs CUDA too."""
-        if any(d.type != "cpu" for d in devices):
-            return "a tensor is not on the CPU"
-        return None
-
     @property
     def code(self) -> str:
         """The output code of the latest specialisation (what `MINIDYNAMO_LOGS=kernels` prints)."""
         if self.last:
             return self.last.code
         return "\n".join(f"# the graph runs in torch: {reason}" for reason in self.torch_reasons)
-
-
-def devices_of(args) -> set[torch.device]:
-    return {a.device for a in args if isinstance(a, torch.Tensor)}
 
 
 def specialization_key(args):

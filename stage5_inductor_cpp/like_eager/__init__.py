@@ -9,5 +9,6 @@ dtypes.py          a result's dtype, by torch's own promotion on one-element sta
 arg_reductions.py  argmax and argmin in C++: the first extreme wins, and the first NaN
 devices.py         the kernels' device: a tensor elsewhere runs the graph in torch
 autocast.py        a call under autocast runs the graph in torch
+in_torch.py        a call the kernels cannot run runs the graph in torch, and says why
 prelude.h          the C++ helpers that give torch's answers where C++'s differ
 """

@@ -1,6 +1,6 @@
 """Autocast: torch picks each op's dtype as it runs (a bfloat16 matmul, a float32 sum);
 kernels compiled for float32 would read its results as float32. A call made under
-autocast runs the graph in torch (backend.py's `CompiledGraph.eager_reason`)."""
+autocast runs the graph in torch (`CompiledGraph.eager_reason`, in_torch.py)."""
 
 import torch
 
