@@ -20,7 +20,7 @@ traceback, with the Triton kernel the compiler refused) goes to `--out`/failures
     python -m benchmarks.model_sweep --models bloom,t5 --jobs 4 --out /tmp/sweep
 
 On the CPU, stage 6's kernels run under Triton's interpreter, each first typed by
-Triton's compiler for the GPU (stage6_inductor_triton/typecheck.py), and torch.compile
+Triton's compiler for the GPU (stage6_inductor_triton/checks/typecheck.py), and torch.compile
 writes C++: the small form of the same sweep, minutes instead of a GPU. Models that need
 `timm` are skipped where it is not installed.
 """

@@ -216,7 +216,7 @@ def plain_answer(result, tensors: list, before: list) -> Answer | None:
 
 
 def directory() -> pathlib.Path:
-    """`meta/` in the cache directory of stage 5's kernels (its cache.py)."""
+    """`meta/` in the cache directory of stage 5's kernels (its kernel_cache.py)."""
     default = pathlib.Path.home() / ".cache" / "minidynamo"
     return pathlib.Path(os.environ.get("MINIDYNAMO_CACHE_DIR", default)) / "meta"
 
