@@ -4,7 +4,7 @@ A computation is a function of an index: `Pointwise.inner_fn(index)` returns the
 value of one output element, `Reduction.inner_fn(index, rindex)` the value that is
 folded over the reduction index. The functions do not compute anything themselves:
 they call `ops.<name>(...)` and the current *handler* decides what that means —
-the C++ codegen writes a line of C++, `ReadsCollector` records which buffers are
+the C++ codegen writes a line of C++, `OpsRecorder` records which buffers are
 loaded. This is inductor's `V.ops` (torch/_inductor/virtualized.py) in a few lines.
 
 Index expressions are affine (`4096*x0 + r0 + 3`): every view we lower (permute,
@@ -167,11 +167,16 @@ def set_handler(handler):
         ops.handler = previous
 
 
-class ReadsCollector:
-    """A handler that records every `load(name, index)` and ignores the arithmetic."""
+class OpsRecorder:
+    """A handler that records what a function does instead of computing it: every
+    `load(name, index)` (`loads`: fusion compares them), and the names of the ops it calls,
+    in order (`names`: kernel names come from them)."""
+
+    UNNAMED = ("constant", "to_dtype", "index_expr", "indirect_indexing")  # not in a name
 
     def __init__(self):
         self.loads: list[tuple[str, Index]] = []
+        self.names: list[str] = []
 
     def load(self, name, index):
         self.loads.append((name, index))
@@ -181,36 +186,20 @@ class ReadsCollector:
         return body()
 
     def __getattr__(self, name):
-        return lambda *args, **kwargs: name
-
-
-def loads_of(data: "Pointwise") -> list[tuple[str, Index]]:
-    """What computing `data` loads: (buffer, index) over the variables x0, x1, ..."""
-    collector = ReadsCollector()
-    with set_handler(collector):
-        data.inner_fn(index_vars("x", len(data.ranges)))
-    return collector.loads
-
-
-class OpCounter:
-    """A handler that names the ops a function uses, in order: kernel names come from it."""
-
-    def __init__(self):
-        self.names: list[str] = []
-
-    def load(self, name, index):
-        return name
-
-    def masked(self, mask, body, other):
-        return body()
-
-    def __getattr__(self, name):
         def record(*args, **kwargs):
-            if name not in ("constant", "to_dtype", "index_expr", "indirect_indexing"):
+            if name not in self.UNNAMED:
                 self.names.append(name)
             return name
 
         return record
+
+
+def loads_of(data: "Pointwise") -> list[tuple[str, Index]]:
+    """What computing `data` loads: (buffer, index) over the variables x0, x1, ..."""
+    recorder = OpsRecorder()
+    with set_handler(recorder):
+        data.inner_fn(index_vars("x", len(data.ranges)))
+    return recorder.loads
 
 
 # ----------------------------------------------------------------------------- what is computed

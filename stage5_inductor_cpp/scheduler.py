@@ -37,8 +37,7 @@ from .ir import (
     ComputedBuffer,
     ExternKernel,
     Index,
-    OpCounter,
-    ReadsCollector,
+    OpsRecorder,
     Reduction,
     index_vars,
     set_handler,
@@ -98,9 +97,9 @@ class SchedulerNode:
         return self.buffer.layout.index(self.indices(xs if self.is_reduction else xs + rs))
 
     def loads(self, n_outer: int) -> list[tuple[str, Index]]:
-        collector = ReadsCollector()
-        self.call_inner_fn(collector, n_outer)
-        return collector.loads
+        recorder = OpsRecorder()
+        self.call_inner_fn(recorder, n_outer)
+        return recorder.loads
 
     @functools.cached_property
     def _reads(self) -> frozenset[str]:
@@ -110,9 +109,9 @@ class SchedulerNode:
         return set(self._reads)
 
     def op_names(self) -> list[str]:
-        counter = OpCounter()
-        self.call_inner_fn(counter, 0)
-        names = counter.names + ([self.buffer.data.reduction_type] if self.is_reduction else [])
+        recorder = OpsRecorder()
+        self.call_inner_fn(recorder, 0)
+        names = recorder.names + ([self.buffer.data.reduction_type] if self.is_reduction else [])
         return names
 
 

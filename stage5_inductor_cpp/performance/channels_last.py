@@ -47,9 +47,9 @@ def prefers_channels_last(gm: torch.fx.GraphModule, rules: Rules) -> bool:
     `rules.few_convolutions_keep_eager_layout` (on the GPU), unless they are few among many
     other ops (inductor's tests too). There the conversions cost more than the one
     convolution gains, and cuDNN picks another algorithm for it than eager's: channels-last,
-    Swin's patch embedding ran on TF32 tensor cores (eager's default for convolutions), and
-    its output was further from eager's than float32's rounding, where torch.compile's, in
-    eager's layout, was not."""
+    a patch embedding (Swin's) runs on TF32 tensor cores (eager's default for convolutions),
+    and its output is further from eager's than float32's rounding, where torch.compile's,
+    in eager's layout, is not."""
     convolutions = CONVOLUTIONS + CONVOLUTION_BACKWARDS
     count = sum(n.op == "call_function" and n.target in convolutions for n in gm.graph.nodes)
     if not rules.few_convolutions_keep_eager_layout:

@@ -9,8 +9,8 @@ and config.py).
 
 Images between convolutions (a graph stored channels-last, channels_last.py) are stored
 too, except where `Rules.recompute_images` (a GPU rule, rules.py) computes them again in
-readers that are all kernels. On the CPU a reduction loop that selects (a ReLU's
-gradient) ran slower than a store and a reload.
+readers that are all kernels. On the CPU a store and a reload cost less than computing
+an image again in a reduction loop that selects (a ReLU's gradient).
 """
 
 import torch.fx

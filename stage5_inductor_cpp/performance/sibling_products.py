@@ -7,7 +7,7 @@ ones. The stacked weights are copied on each call; each result is a slice of the
 one, a view with its row stride. Inductor has this as an opt-in FX pass (`group_linear`
 in torch/_inductor/fx_passes/group_batch_fusion.py); here it is a rule of the lowering,
 `Rules.stack_sibling_products` (rules.py), which stage 6 switches on for the GPU: on the
-CPU it measured no faster.
+CPU it is no faster.
 """
 
 import dataclasses

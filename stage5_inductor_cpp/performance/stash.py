@@ -28,7 +28,7 @@ log = get_logger("kernels")
 # Ops that cost more than a store and a load: a reduction's values are stashed only if
 # they call one. Inductor keeps a value read twice on CPU in a buffer for the same ops
 # (torch/_inductor/ir.py, `should_realize_on_reuse`). Without one, as in
-# `y = x * x + 1; y / y.sum()`, computing again measured as fast as reading back.
+# `y = x * x + 1; y / y.sum()`, computing a value again costs no more than reading it back.
 HEAVY_OPS = frozenset({"exp", "log", "log1p", "log2", "sigmoid", "tanh"})
 
 
