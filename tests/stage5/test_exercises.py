@@ -3,7 +3,10 @@
 MINIDYNAMO_EXERCISES=1 .venv/bin/python -m pytest tests/stage5/test_exercises.py -q
 """
 
+import importlib.util
+import math
 import os
+import pathlib
 
 import pytest
 import torch
@@ -26,6 +29,27 @@ def check_kernels(fn, *args, kernels=1):
     """Compiled equals eager, and the op became C++ (at most `kernels` kernels), not torch."""
     compiled = check_lowered(fn, *args).last
     assert 1 <= len(compiled.kernel_names) <= kernels, compiled.kernel_names
+
+
+def load_tiny_program():
+    """docs/tiny/fused_loop.py as a module (running it prints its two lines)."""
+    path = pathlib.Path(__file__).resolve().parents[2] / "docs" / "tiny" / "fused_loop.py"
+    spec = importlib.util.spec_from_file_location("fused_loop", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_fused_sum():
+    """`fused_sum(x)` is sum(relu(sin(x) * 2)) in one loop: each element loaded once,
+    nothing stored (the running total lives in a local variable, as a register)."""
+    tiny = load_tiny_program()
+    x = tiny.Buffer(0.25 * i - 3 for i in range(100))
+    tiny.Buffer.loads = tiny.Buffer.stores = 0
+    total = tiny.fused_sum(x)
+    assert (tiny.Buffer.loads, tiny.Buffer.stores) == (len(x), 0)
+    expected = sum(max(math.sin(v) * 2, 0.0) for v in list.copy(x))
+    assert math.isclose(total, expected, rel_tol=1e-12)
 
 
 def test_hardsigmoid():
