@@ -28,9 +28,9 @@ FRAME_KINDS = {
         "move the untraceable operation onto its own line",
     ),
     "reads_its_own_frame": BreakKind(
-        "the function calls `locals()`, `vars()`, `eval()`, `sys._getframe()` or the like: "
-        "after the break they would run in the resume function, whose local variables are not "
-        "the function's (only the live ones, under other names)",
+        "the function calls `locals()`, `vars()`, `dir()`, `eval()`, `sys._getframe()` or the "
+        "like: after the break they would run in the resume function, whose local variables are "
+        "not the function's (only the live ones, under other names)",
         "move the untraceable line out of the function that reads its own frame",
     ),
     "stops_in_resume_prologue": BreakKind(

@@ -77,19 +77,43 @@ CONDITIONAL_JUMPS |= {f"POP_JUMP_{d}_IF_{c}" for d in ("FORWARD", "BACKWARD") fo
 
 
 # Builtins that see the frame that calls them: in a resume function they would see its
-# locals (the live ones only, and the stack's), not the function's.
-FRAME_READERS = {"locals", "vars", "eval", "exec"}
+# locals (the live ones only, and the stack's), not the function's. `dir` only without
+# arguments: `dir(obj)` lists obj's attributes.
+FRAME_READERS = {"locals", "vars", "dir", "eval", "exec"}
 FRAME_READERS_BY_NAME = {"_getframe", "currentframe", "stack"}  # sys., inspect.
 
 
 def reads_its_own_frame(code) -> str | None:
     """The name of a builtin or function the code calls that reads its frame, or None."""
-    for inst in dis.get_instructions(code):
+    instructions = list(dis.get_instructions(code))
+    for index, inst in enumerate(instructions):
         if inst.opname in ("LOAD_GLOBAL", "LOAD_NAME") and inst.argval in FRAME_READERS:
+            if inst.argval == "dir" and called_with_arguments(instructions, index):
+                continue
             return f"{inst.argval}()"
         if inst.opname in ("LOAD_ATTR", "LOAD_METHOD") and inst.argval in FRAME_READERS_BY_NAME:
             return f"{inst.argval}()"
     return None
+
+
+def called_with_arguments(instructions, index) -> bool:
+    """Whether the builtin loaded at `index` is called there with at least one argument.
+
+    A LOAD_GLOBAL that pushes a NULL loads the callable of a call `f(...)`:
+    its call is the first whose argument count is the number of values pushed
+    since (a call nested in the arguments has its own callable above them).
+    Where the walk cannot be sure (a jump, `f(*args)`), the answer is no.
+    """
+    if instructions[index].opname != "LOAD_GLOBAL" or not instructions[index].arg & 1:
+        return False  # not called right here: `d = dir`, then `d()`
+    depth = 0  # values pushed above the callable since
+    for inst in instructions[index + 1 :]:
+        if inst.opname in ("PRECALL", "CALL") and depth == inst.arg:  # 3.11: PRECALL first
+            return inst.arg > 0
+        if inst.opcode in dis.hasjrel + dis.hasjabs or inst.opname == "CALL_FUNCTION_EX":
+            return False
+        depth += dis.stack_effect(inst.opcode, inst.arg)
+    return False
 
 
 def cut(code, state, globals_, side_effects) -> tuple[Codegen, list[ResumeFunction]]:

@@ -818,6 +818,28 @@ def test_a_function_that_reads_its_own_frame_is_not_cut():
     assert_same_as_eager(stage4_fx.compile(find_spec), find_spec, torch.randn(3))
 
 
+def test_dir_without_arguments_reads_the_frame_and_with_one_does_not():
+    def names(x):
+        y = x + 1
+        print("a break before dir()")
+        return y, sorted(dir())  # in a resume function: its arguments' names (___stack0)
+
+    def attributes(x):
+        y = x + 1
+        print("a break before dir(x)")
+        return y * 2, sorted(dir(x)) == sorted(dir(torch.Tensor)), "T" in dir(x)
+
+    report = stage4_fx.explain(names)(torch.randn(3))
+    assert [b.kind for b in report.break_reasons] == ["reads_its_own_frame"]
+    stage4_fx.reset()
+    assert_same_as_eager(stage4_fx.compile(names), names, torch.randn(3))
+    report = stage4_fx.explain(attributes)(torch.randn(3))
+    assert "reads_its_own_frame" not in [b.kind for b in report.break_reasons]  # still cut
+    assert report.graph_count == 2
+    stage4_fx.reset()
+    assert_same_as_eager(stage4_fx.compile(attributes), attributes, torch.randn(3))
+
+
 def pick_float(table, _):
     return table[float]
 
