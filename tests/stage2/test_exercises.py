@@ -3,8 +3,12 @@
 MINIDYNAMO_EXERCISES=1 .venv/bin/python -m pytest tests/stage2/test_exercises.py -q
 """
 
+import contextlib
+import importlib.util
+import io
 import itertools
 import os
+import pathlib
 
 import pytest
 import torch
@@ -23,6 +27,50 @@ def check(fn, *args):
     assert_same_as_eager(
         lambda *a: replay(recorded, fn, *a), fn, *args, captured=lambda: recorded.nodes
     )
+
+
+def load_tiny_program():
+    """docs/tiny/symbolic_vm.py as a module (its demo runs only as a script)."""
+    path = pathlib.Path(__file__).resolve().parents[2] / "docs" / "tiny" / "symbolic_vm.py"
+    spec = importlib.util.spec_from_file_location("symbolic_vm", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def tiny_trace(fn, *args):
+    """Run the tiny VM quietly: the trace it records and the name (or value) it returns."""
+    vm = load_tiny_program().TinyVM(fn, *args)
+    with contextlib.redirect_stdout(io.StringIO()):
+        result = vm.run()
+    return vm.trace, result
+
+
+def scaled(x, n):
+    return (n * 2 + 1) * x
+
+
+def test_tiny_vm_computes_known_values():
+    """An operation on two known values is computed now; only the rest is recorded."""
+    assert tiny_trace(scaled, "x", 3) == (["t0 = 7 * x"], "t0")
+    assert tiny_trace(scaled, 5, 3) == ([], 35)
+    # a traced input is still recorded, and what is computed from it
+    assert tiny_trace(scaled, "x", "n") == (["t0 = n * 2", "t1 = t0 + 1", "t2 = t1 * x"], "t2")
+
+
+def halve(x):
+    return x / 2
+
+
+def double_after(x, act):
+    if act:
+        x = act(x)
+    return x * 2
+
+
+@pytest.mark.parametrize("act", [None, halve, torch.relu], ids=["none", "user", "torch"])
+def test_truth_of_a_function(act):
+    check(double_after, torch.randn(3), act)
 
 
 def test_itertools_tee():
