@@ -9,6 +9,7 @@ import io
 import itertools
 import os
 import pathlib
+import sys
 
 import pytest
 import torch
@@ -79,6 +80,22 @@ def test_itertools_tee():
         return list(a), list(b), [v + 1 for v in a]
 
     check(f, torch.randn(3))
+
+
+def product(x, factors):
+    for k in factors:
+        x = x * k
+    return x
+
+
+@pytest.mark.skipif(
+    sys.version_info >= (3, 13),
+    reason="3.13 fuses a store and a load of locals into one instruction the tiny VM lacks",
+)
+def test_tiny_vm_unrolls_a_loop():
+    """A loop over a known list runs in the tiny VM, and each turn records its operations."""
+    assert tiny_trace(product, "x", [2, 3]) == (["t0 = x * 2", "t1 = t0 * 3"], "t1")
+    assert tiny_trace(product, "x", []) == ([], "x")
 
 
 def scale_by(x, shape):
