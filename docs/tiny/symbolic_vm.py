@@ -4,9 +4,7 @@ import dis
 
 
 class TinyVM:
-    """A stack machine for a few opcodes, one method each, as stage 2's VM is written.
-
-    A traced input is a name (a str such as "x"); any other value is a known Python value."""
+    """A stack machine, one method per opcode as in stage 2's VM. An input is a name (a str)."""
 
     def __init__(self, fn, *args):
         self.code, self.stack, self.trace = fn.__code__, [], []
@@ -36,11 +34,6 @@ class TinyVM:
         self.stack.append(f"t{len(self.trace) - 1}")
 
 
-def f(x):
-    return x * 2 + 1
-
-
 if __name__ == "__main__":
-    vm = TinyVM(f, "x")
-    result = vm.run()
+    result = (vm := TinyVM(lambda x: x * 2 + 1, "x")).run()
     print("trace:", *vm.trace, f"return {result}", sep="\n  ")
