@@ -6,7 +6,7 @@ disk), and calls it from a generated Python wrapper.
 
 The core, in reading order:
     ir.py              what is computed (`Pointwise`, `Reduction`), where it lands, `ops`
-    lowering.py        the lowering table: elementwise ops, `where`, reductions
+    lowering.py        the lowering table: elementwise ops, reductions
     graph_lowering.py  the node loop: each FX node to IR, or an extern call into torch
     scheduler.py       fusion: which buffers share a kernel, which stay in registers
     kernel_writer.py   the writer both backends share: IR to named temporaries
@@ -19,11 +19,11 @@ The core, in reading order:
 
 The rest, by purpose:
     lowerings/         the breadth of ops: views, casts, composite ops, pooling, gathers
-    like_eager/        matching eager beyond values: strides, shared memory, in-place ops
-    performance/       passes for speed: matrix products, outer and split reductions, ...
+    like_eager/        matching eager beyond values: dtypes, strides, in-place ops, externs
+    performance/       passes for speed: products, threads and SIMD, outer and split reductions
     symbolic/          sizes that are symbols: one code for every batch size
     training/          the forward and backward graphs of a call that needs autograd
-    robustness/        the kernel cache when a crash, a full disk or another process strikes
+    robustness/        when things go wrong: the kernel cache's files, a lowering's bug
     tools/             the kernels before and after fusion, drawn for the book
 """
 

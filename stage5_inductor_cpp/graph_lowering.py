@@ -3,9 +3,11 @@
 `GraphLowering.lower` is the node loop. Each call node goes through `LOWERINGS` and
 becomes IR, or becomes an `ExternKernel` that calls torch at run time. The result's
 dtype comes from torch itself, by running the op on one-element stand-ins of the
-inputs; shapes come from the lowerings. An extern's layout comes from running it on
-meta tensors with our layouts. A value read by several nodes is stored once where it is
-dear to compute (`maybe_realize`); the graph's outputs land in memory.
+inputs (like_eager/dtypes.py); shapes come from the lowerings. An extern's layout comes
+from running it on meta tensors with our layouts (like_eager/externs.py). A value read by
+several nodes is stored once where it is dear to compute (performance/reuse.py); the
+graph's outputs land in memory. A lowering that raises where torch does not is a bug of
+ours (robustness/lowering_bugs.py).
 
 Around the loop, named steps make the result match eager where a caller can see more
 than values (like_eager/): the graph first runs on meta tensors for eager's verdict,
