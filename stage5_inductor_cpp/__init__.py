@@ -5,6 +5,7 @@ Stage 4 hands over an FX graph; this stage lowers it to a loop-level IR (`Pointw
 disk), and calls it from a generated Python wrapper.
 
 The core, in reading order:
+
     ir.py              what is computed (`Pointwise`, `Reduction`), where it lands, `ops`
     lowering.py        the lowering table: elementwise ops, reductions
     graph_lowering.py  the node loop: each FX node to IR, or an extern call into torch
@@ -18,6 +19,7 @@ The core, in reading order:
     frontend.py        `compile(fn)`: stage 4's frontend with this backend
 
 The rest, by purpose:
+
     lowerings/         the breadth of ops: views, casts, composite ops, pooling, gathers
     like_eager/        matching eager beyond values: dtypes, strides, in-place ops, externs
     performance/       passes for speed: products, threads and SIMD, outer and split reductions

@@ -1,4 +1,4 @@
-"""Kernels whose sizes are symbols (issue 13, sizes.py): one compile serves every size.
+"""Kernels whose sizes are symbols (symbolic/sizes.py): one compile serves every size.
 
 After a size changes, the frontend traces the graph again with that dim symbolic; the
 C++ kernels then take the symbol as an argument (`const int64_t s77`), their loops and

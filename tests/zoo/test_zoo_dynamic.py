@@ -1,4 +1,4 @@
-"""The zoo's transformers under changing batch sizes and sequence lengths (issue 13).
+"""The zoo's transformers under changing batch sizes and sequence lengths.
 
 BERT and GPT-2 (the zoo's small configs) are called with batch sizes 1 to 16
 and sequence lengths 8 to 128: the first call compiles a static graph, the
