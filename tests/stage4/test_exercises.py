@@ -13,6 +13,7 @@ import pytest
 import torch
 
 import stage4_fx
+from stage4_fx.resume import VALUE
 from tests.oracle import assert_same_as_eager
 from tests.stage4 import functions_table
 from tests.stage4.functions_table import DynamicModule
@@ -56,22 +57,25 @@ def test_resume_count():
     assert stage4_fx.explain(functions_table.add)(torch.ones(3), torch.ones(3)).resume_count == 0
 
 
-def names_after_a_break(x):
+def with_a_class(x, k):
     y = x + 1
-    print("a graph break")
-    return y, sorted(dir())  # dir() without arguments: the names of the frame's locals
+
+    class Scale:  # `class` starts with LOAD_BUILD_CLASS, which the VM has no handler for
+        factor = k  # the class body reads k, a local of the function: a cell
+
+    return y * Scale.factor, Scale.__name__
 
 
-def names_at_a_break(x):
-    y = x + 1
-    return y, sorted(dir())  # the VM cannot trace dir(): the break is this call
-
-
-def test_a_frame_that_reads_its_names():
-    for fn in (names_after_a_break, names_at_a_break):
-        report = stage4_fx.explain(fn)(torch.ones(2))
-        assert [b.kind for b in report.break_reasons][-1] == "reads_its_own_frame"
-        assert_same_as_eager(stage4_fx.compile(fn), fn, torch.ones(2))
+def test_a_function_that_defines_a_class():
+    report = stage4_fx.explain(with_a_class)(torch.ones(2), 3)
+    assert [b.eager_frame for b in report.break_reasons] == [False, False]  # both cut
+    assert report.graph_count == 2  # x + 1, then y * Scale.factor
+    frame = next(f for f in report.frames if f.original is with_a_class.__code__)
+    assert frame.resumes[0].stack[-1] is VALUE  # __build_class__, which the new code pushed
+    stage4_fx.reset()
+    compiled = stage4_fx.compile(with_a_class)
+    for k in (3, 4):
+        assert_same_as_eager(compiled, with_a_class, torch.ones(2), k)
 
 
 def call_from_here(x, fn):
