@@ -38,8 +38,8 @@ BREAK_KINDS = {
         "move the call outside the compiled function, or use a torch operation instead",
     ),
     "unsupported_opcode": BreakKind(
-        "a bytecode instruction the VM has no handler for (`with` blocks, a `class` statement "
-        "inside the function, ...)",
+        "a bytecode instruction the VM has no handler for (a `class` statement inside the "
+        "function, `match` on a sequence, ...)",
         "see `python -m stage2_symbolic_vm.tools.coverage`; adding a handler is one method",
     ),
     "unsupported_mutation": BreakKind(

@@ -8,9 +8,10 @@ paths to load the inputs of a compiled graph. This is the one idea that
 connects the VM, the guards and the rewritten bytecode
 (torch/_dynamo/source.py has ~40 kinds; these few cover what we trace).
 
-Every source prints as a Python expression over three names, the same ones a
+Every source prints as a Python expression over four names, the same ones a
 stage-3 guard function receives: `L` (the frame's arguments by name), `G`
-(the function's globals) and `F` (the function object, for its closure).
+(the function's globals), `F` (the function object, for its closure) and `B`
+(the `builtins` module, for a builtin such as `B.range`).
 """
 
 import builtins
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 
 
 class Source:
-    """A path to a value, printable as a Python expression over L, G and F."""
+    """A path to a value, printable as a Python expression over L, G, F and B."""
 
     def name(self) -> str:
         raise NotImplementedError

@@ -24,11 +24,11 @@ Early TorchDynamo generated one Python lambda from the checks, reading
 guard objects (a `GuardManager` per source, whose "accessor" reads the value
 once for all the checks below it), faster but not something one can print and
 read. Ours reads like the first and reads values like the second. The tensors'
-checks come last, all of them first in one C++ call (`check_tensors`: torch's
-TensorGuards, which early TorchDynamo called too; performance/tensor_checks.py),
-their Python checks deciding only when it says no. When the function says False,
-`failure_reason` re-checks the guards one by one to say which assumption broke,
-and how.
+checks come right after the last guard that reads a source, all of them first in
+one C++ call (`check_tensors`: torch's TensorGuards, which early TorchDynamo called
+too; performance/tensor_checks.py), their Python checks deciding only when it says
+no. When the function says False, `failure_reason` re-checks the guards one by one
+to say which assumption broke, and how.
 """
 
 import ast

@@ -6,7 +6,7 @@ source)`: "the trace is only right if local 'x' is a float32 tensor of size
 that the assumption still holds. Each kind of assumption has one builder in
 `GUARD_BUILDERS` below; a builder reads the value the trace saw (through the
 source) and returns a `Guard` made of `Check`s, each a Python expression over
-`L` (arguments by name), `G` (globals) and `F` (the function object).
+`L` (arguments by name), `G` (globals), `F` (the function object) and `B` (builtins).
 
 torch/_dynamo/guards.py builds the same guards into a C++ GuardManager tree;
 early Dynamo generated one Python lambda from their expressions. We do the
