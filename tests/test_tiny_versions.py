@@ -44,11 +44,11 @@ size 1: hit, x.size(0) == 1
     ("stage4_fx", "graph_and_break"): """\
 def forward(self, x):
     sin = torch.sin(x);  x = None
-    mul = sin * 2;  sin = None
-    return mul
+    mul = torch.mul(sin, 2);  sin = None
+    return (mul,)
 def forward(self, y, x):
-    add = y + x;  y = x = None
-    return add
+    add = torch.add(y, x);  y = x = None
+    return (add,)
 a side effect the graph cannot hold
 a side effect the graph cannot hold
 """,

@@ -1,8 +1,5 @@
 """Chapter 4 in miniature: a trace becomes an FX graph; a graph break makes two of them."""
 
-import operator
-
-import torch
 import torch.fx
 
 
@@ -12,13 +9,11 @@ def f(x):
     return y + x
 
 
-# What the VM recorded for f, one op per line: (result, function, arguments).
-TRACE = [("s", torch.sin, ["x"]), ("y", operator.mul, ["s", 2]), ("r", operator.add, ["y", "x"])]
-BREAK = 2  # the print comes before the third op
+TRACE = [("s", torch.sin, ["x"]), ("y", torch.mul, ["s", 2]), ("r", torch.add, ["y", "x"])]
+BREAK = 2  # the print comes before op 2 of f's trace, a (result, function, arguments) each
 
 
-def graph_of(inputs, ops, outputs):
-    """An FX graph built by hand from a trace: placeholders, one node per op, a tuple out."""
+def graph_of(inputs, ops, outputs):  # an FX graph by hand: placeholders, a node per op
     graph = torch.fx.Graph()
     env = {name: graph.placeholder(name) for name in inputs}
     for result, fn, args in ops:
@@ -32,16 +27,14 @@ after = graph_of(["y", "x"], TRACE[BREAK:], ["r"])  # the resume function's grap
 print(before.code.strip(), after.code.strip(), sep="\n")
 
 
+def resume_f(y, x):  # the rest of f, as a function of its own: it runs the second graph
+    return after(y, x)[0]
+
+
 def compiled_f(x):  # what stage 4's new bytecode does: graph, the one instruction, resume
     (y,) = before(x)
     print("a side effect the graph cannot hold")
     return resume_f(y, x)
 
 
-def resume_f(y, x):  # the rest of f, as a function of its own: it runs the second graph
-    (r,) = after(y, x)
-    return r
-
-
-x = torch.randn(3)
-torch.testing.assert_close(compiled_f(x), f(x))
+torch.testing.assert_close(compiled_f(x := torch.randn(3)), f(x))
