@@ -8,9 +8,7 @@ MINIDYNAMO_EXERCISES=1 .venv/bin/python -m pytest tests/stage1/test_exercises.py
 """
 
 import gc
-import importlib.util
 import os
-import pathlib
 import sys
 import threading
 
@@ -18,6 +16,7 @@ import pytest
 
 import stage1_eval_frame as ef
 from stage1_eval_frame.__main__ import cube, run_hooked, square, sum_of_cubes
+from tests.tiny_programs import load_tiny
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("MINIDYNAMO_EXERCISES") != "1",
@@ -27,11 +26,7 @@ pytestmark = pytest.mark.skipif(
 
 def load_tiny_program():
     """docs/tiny/frame_hook.py as a module (running it prints its three lines)."""
-    path = pathlib.Path(__file__).resolve().parents[2] / "docs" / "tiny" / "frame_hook.py"
-    spec = importlib.util.spec_from_file_location("frame_hook", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_tiny("frame_hook")
 
 
 def test_tiny_calls_to():

@@ -4,11 +4,9 @@ MINIDYNAMO_EXERCISES=1 .venv/bin/python -m pytest tests/stage2/test_exercises.py
 """
 
 import contextlib
-import importlib.util
 import io
 import itertools
 import os
-import pathlib
 import sys
 
 import pytest
@@ -16,6 +14,7 @@ import torch
 
 from stage2_symbolic_vm import replay, trace
 from tests.oracle import assert_same_as_eager
+from tests.tiny_programs import load_tiny
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("MINIDYNAMO_EXERCISES") != "1",
@@ -32,11 +31,7 @@ def check(fn, *args):
 
 def load_tiny_program():
     """docs/tiny/symbolic_vm.py as a module (its demo runs only as a script)."""
-    path = pathlib.Path(__file__).resolve().parents[2] / "docs" / "tiny" / "symbolic_vm.py"
-    spec = importlib.util.spec_from_file_location("symbolic_vm", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_tiny("symbolic_vm")
 
 
 def tiny_trace(fn, *args):

@@ -4,16 +4,15 @@ MINIDYNAMO_EXERCISES=1 .venv/bin/python -m pytest tests/stage3/test_exercises.py
 """
 
 import contextlib
-import importlib.util
 import io
 import os
-import pathlib
 
 import pytest
 import torch
 
 from stage2_symbolic_vm.sources import Assumption
 from stage3_guards import FrameCache, build_guards
+from tests.tiny_programs import load_tiny
 
 from .handmade import add
 from .test_frame_cache import call, compile_add, frame_of
@@ -26,11 +25,7 @@ pytestmark = pytest.mark.skipif(
 
 def load_tiny_program():
     """docs/tiny/guards_and_cache.py as a module (its demo runs only as a script)."""
-    path = pathlib.Path(__file__).resolve().parents[2] / "docs" / "tiny" / "guards_and_cache.py"
-    spec = importlib.util.spec_from_file_location("guards_and_cache", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_tiny("guards_and_cache")
 
 
 def test_the_tiny_cache_gives_up_past_a_limit():

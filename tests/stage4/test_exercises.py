@@ -3,10 +3,8 @@
 MINIDYNAMO_EXERCISES=1 .venv/bin/python -m pytest tests/stage4/test_exercises.py -q
 """
 
-import importlib.util
 import operator
 import os
-import pathlib
 import sys
 
 import pytest
@@ -18,6 +16,7 @@ from tests.oracle import assert_same_as_eager
 from tests.stage4 import functions_table
 from tests.stage4.functions_table import DynamicModule
 from tests.stage4.test_known_answers import counting_backend
+from tests.tiny_programs import load_tiny
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("MINIDYNAMO_EXERCISES") != "1",
@@ -27,11 +26,7 @@ pytestmark = pytest.mark.skipif(
 
 def load_tiny_program():
     """docs/tiny/graph_and_break.py as a module (running it prints its graphs)."""
-    path = pathlib.Path(__file__).resolve().parents[2] / "docs" / "tiny" / "graph_and_break.py"
-    spec = importlib.util.spec_from_file_location("graph_and_break", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_tiny("graph_and_break")
 
 
 def test_live_after():

@@ -3,16 +3,15 @@
 MINIDYNAMO_EXERCISES=1 .venv/bin/python -m pytest tests/stage5/test_exercises.py -q
 """
 
-import importlib.util
 import math
 import os
-import pathlib
 
 import pytest
 import torch
 import torch.nn.functional as F
 
 from tests.stage5.helpers import check_lowered
+from tests.tiny_programs import load_tiny
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("MINIDYNAMO_EXERCISES") != "1",
@@ -33,11 +32,7 @@ def check_kernels(fn, *args, kernels=1):
 
 def load_tiny_program():
     """docs/tiny/fused_loop.py as a module (running it prints its two lines)."""
-    path = pathlib.Path(__file__).resolve().parents[2] / "docs" / "tiny" / "fused_loop.py"
-    spec = importlib.util.spec_from_file_location("fused_loop", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_tiny("fused_loop")
 
 
 def test_fused_sum():

@@ -3,9 +3,7 @@
 MINIDYNAMO_EXERCISES=1 .venv/bin/python -m pytest tests/stage6/test_exercises.py -q
 """
 
-import importlib.util
 import os
-import pathlib
 import re
 
 import pytest
@@ -13,6 +11,7 @@ import torch
 
 from tests.stage5.test_lowering import specials
 from tests.stage6.helpers import DEVICES, check_lowered, check_traced
+from tests.tiny_programs import load_tiny
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("MINIDYNAMO_EXERCISES") != "1",
@@ -25,11 +24,7 @@ def load_tiny_program(monkeypatch):
     """docs/tiny/triton_kernel.py as a module. It sets TRITON_INTERPRET=1 for its kernel;
     monkeypatch takes the variable back afterwards, so that later kernels stay compiled."""
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
-    path = pathlib.Path(__file__).resolve().parents[2] / "docs" / "tiny" / "triton_kernel.py"
-    spec = importlib.util.spec_from_file_location("triton_kernel", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_tiny("triton_kernel")
 
 
 def test_tiny_kernel_adds_a_bias_per_column(monkeypatch):
