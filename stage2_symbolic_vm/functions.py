@@ -134,9 +134,6 @@ class TorchVariable(Variable):
     def __init__(self, value, source=None):
         self.value, self.source = value, source
 
-    def python_type(self):
-        return type(self.value)
-
     def identity(self):
         return self.value
 
@@ -185,9 +182,6 @@ class NNModuleVariable(ModuleContainer, Variable):
 
     def __init__(self, module, source):
         self.module, self.source = module, source
-
-    def python_type(self):
-        return type(self.module)
 
     def identity(self):
         return self.module

@@ -37,7 +37,11 @@ class Variable:
     source = None
 
     def python_type(self) -> type:
-        raise Unsupported("unsupported_value", f"the type of {self} is not known to the VM")
+        """Its identity's type, where that is known (a class, a builtin, a module)."""
+        obj = self.identity()
+        if obj is UNKNOWN:
+            raise Unsupported("unsupported_value", f"the type of {self} is not known to the VM")
+        return type(obj)
 
     def is_python_constant(self) -> bool:
         return False

@@ -91,9 +91,6 @@ class BuiltinVariable(Variable):
     def __init__(self, fn, source=None):
         self.fn, self.source = fn, source
 
-    def python_type(self):
-        return type(self.fn)
-
     def identity(self):
         return self.fn
 

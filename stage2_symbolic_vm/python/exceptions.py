@@ -15,9 +15,6 @@ class ExceptionVariable(Variable):
     def __init__(self, exception: BaseException):
         self.exception = exception
 
-    def python_type(self):
-        return type(self.exception)
-
     def identity(self):
         return self.exception
 

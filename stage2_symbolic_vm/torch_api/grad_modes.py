@@ -68,9 +68,6 @@ class GradModeClassVariable(Variable):
     def __init__(self, cls, source=None):
         self.cls, self.source = cls, source
 
-    def python_type(self):
-        return type(self.cls)
-
     def identity(self):
         return self.cls
 
