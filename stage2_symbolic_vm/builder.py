@@ -29,8 +29,8 @@ from . import functions
 from .dynamic_shapes import shapes
 from .errors import Unsupported
 from .functions import NNModuleVariable, TorchVariable, UserFunctionVariable
-from .python import builtins_table, callables, containers, iterators, objects
-from .python.containers import ListVariable, TupleVariable
+from .python import builtins_table, callables, dicts, iterators, objects, sequences, sets
+from .python.sequences import ListVariable, TupleVariable
 from .sources import item_of
 from .torch_api import grad_modes
 from .torch_api.autograd_function import AutogradFunctionVariable
@@ -59,7 +59,7 @@ def wrap(tx, value, source):
 # The objects whose identity a program can observe: it changes them in place, or a change
 # through one path must show through another. Tuples, strings and numbers cannot change;
 # functions and classes are guarded by what they are; a mappingproxy is read-only.
-MUTABLE_TYPES = (list, set, *containers.DICT_TYPES[:-1], *iterators.LIST_ITERATORS)
+MUTABLE_TYPES = (list, set, *dicts.DICT_TYPES[:-1], *iterators.LIST_ITERATORS)
 
 
 def has_identity(value) -> bool:
@@ -178,10 +178,10 @@ WRAPPERS = (
     (lambda v: type(v) is tuple, wrap_tuple),  # before constants: an int in it may be a symbol
     (is_constant_value, wrap_constant),  # int, str, dtype, an enum, a tuple of constants
     (lambda v: type(v) is list, wrap_sequence),
-    (containers.is_namedtuple, containers.wrap_namedtuple),
+    (sequences.is_namedtuple, sequences.wrap_namedtuple),
     (lambda v: type(v) in iterators.LIST_ITERATORS, iterators.wrap_list_iterator),
-    (lambda v: type(v) in containers.DICT_TYPES, containers.wrap_dict),
-    (lambda v: type(v) in (set, frozenset), containers.wrap_set),
+    (lambda v: type(v) in dicts.DICT_TYPES, dicts.wrap_dict),
+    (lambda v: type(v) in (set, frozenset), sets.wrap_set),
     (grad_modes.is_grad_mode, grad_modes.wrap_grad_mode),  # torch.no_grad, torch.no_grad()
     (callables.is_cached_function, callables.wrap_cached_function),  # functools.lru_cache
     (lambda v: isinstance(v, types.FunctionType), wrap_function),

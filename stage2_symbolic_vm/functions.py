@@ -14,8 +14,9 @@ import torch
 
 from .errors import ObservedAttributeError, ObservedException, Unsupported
 from .python.callables import FunctionObject, globals_source
-from .python.containers import DictVariable, TupleVariable
+from .python.dicts import DictVariable
 from .python.objects import class_attribute, class_lookup
+from .python.sequences import TupleVariable
 from .sources import attr_of, item_of
 from .tensor_ops import FACTORIES, tensor_variables
 from .torch_api.module_containers import ModuleContainer

@@ -26,7 +26,8 @@ from .like_eager.devices import result_device
 from .like_eager.in_place import mutated_arguments
 from .like_eager.no_meta_kernel import on_zeros
 from .performance import meta_cache
-from .python.containers import DictVariable, ListVariable, SequenceVariable, TupleVariable, realized
+from .python.dicts import DictVariable, realized
+from .python.sequences import ListVariable, SequenceVariable, TupleVariable
 from .torch_api.grad_modes import check_autocast
 from .torch_api.queries import assume_process_state
 from .trace import op_name, target_name

@@ -42,8 +42,9 @@ from .opcodes.control_flow import ControlFlow
 from .opcodes.exceptions import Exceptions
 from .opcodes.names import Names
 from .python import operators
-from .python.containers import DictVariable, ListVariable, SequenceVariable, TupleVariable, realized
+from .python.dicts import DictVariable, realized
 from .python.objects import ObjectVariable
+from .python.sequences import ListVariable, SequenceVariable, TupleVariable
 from .side_effects import SideEffects
 from .torch_api.grad_modes import outside_inference_mode
 from .trace import Trace, bind_frame

@@ -35,7 +35,7 @@ import torch
 
 from ..errors import ObservedException, Unsupported
 from ..performance import meta_cache
-from ..python.containers import SequenceVariable, TupleVariable
+from ..python.sequences import SequenceVariable, TupleVariable
 from ..sources import ItemSource, LocalSource, SizeSource, Source
 from ..variables import BoundMethodVariable, ConstantVariable, Variable
 

@@ -9,8 +9,10 @@ container filled one LIST_APPEND / MAP_ADD / SET_ADD at a time by a comprehensio
 
 from ..dynamic_shapes import shapes
 from ..errors import ObservedException, Unsupported
-from ..python.containers import DictVariable, SetVariable, TupleVariable
+from ..python.dicts import DictVariable
 from ..python.objects import UserObjectVariable
+from ..python.sequences import TupleVariable
+from ..python.sets import SetVariable
 from ..variables import ConstantVariable, TensorVariable
 
 

@@ -14,9 +14,9 @@ import sys
 
 from ..errors import ObservedException, Unsupported
 from ..python import operators
-from ..python.containers import ListVariable
 from ..python.exceptions import ExceptionVariable
 from ..python.iterators import GeneratorVariable
+from ..python.sequences import ListVariable
 from ..sources import BuiltinSource
 from ..variables import ConstantVariable
 from .exceptions import Reraised

@@ -1,6 +1,9 @@
 """The breadth of Python: the values a real program uses besides tensors and constants.
 
-containers.py       lists, tuples, dicts and sets, with CPython's semantics
+containers.py       what lists, tuples, dicts and sets share: a key's hash, a method's call
+sequences.py        lists and tuples (namedtuples among them), with CPython's semantics
+dicts.py            dicts and their live views (keys, values, items)
+sets.py             sets and frozensets, combined by CPython on their keys
 iterators.py        lazy iterators and generators, stepped one item at a time
 operators.py        Python's operators on every kind of value (BINARY_OP's tables)
 builtins_table.py   the builtins and the standard library the VM models, one table

@@ -32,16 +32,8 @@ from ..variables import (
     constant_args,
 )
 from .callables import PartialVariable, SuperVariable
-from .containers import (
-    DictVariable,
-    ListVariable,
-    SequenceVariable,
-    SetVariable,
-    TupleVariable,
-    is_none,
-    new_dict,
-    stand_in,
-)
+from .containers import is_none
+from .dicts import DictVariable, new_dict
 from .exceptions import ExceptionVariable
 from .iterators import (
     ITERTOOLS,
@@ -71,6 +63,8 @@ from .operators import (
     sort_order,
     unary_op,
 )
+from .sequences import ListVariable, SequenceVariable, TupleVariable
+from .sets import SetVariable, stand_in
 
 # Builtins that are pure functions of constants: folded when every argument is a constant.
 FOLDABLE = {abs, all, any, bool, chr, complex, divmod, float, int, max, min, ord, pow, round}
@@ -522,7 +516,7 @@ def partial(fn, args, kwargs):
 
 def call_set(set_type):
     """`set(iterable)`: CPython builds it from an object that iterates as `iterable` does
-    (a set's own keys, a dict's: containers.stand_in), in CPython's order."""
+    (a set's own keys, a dict's: sets.stand_in), in CPython's order."""
 
     def make(tx, iterable=None, /):
         if iterable is None:

@@ -16,8 +16,9 @@ import torch
 from ..errors import ObservedAttributeError, Unsupported
 from ..sources import AttrSource, ImportSource, attr_of, item_of
 from ..variables import UNKNOWN, BoundMethodVariable, ConstantVariable, Variable
-from .containers import DictVariable, TupleVariable
+from .dicts import DictVariable
 from .objects import SLOT_TYPES, BuiltinSlotVariable, UserObjectVariable
+from .sequences import TupleVariable
 
 
 class FunctionObject:

@@ -11,7 +11,7 @@ does (Objects/listobject.c's listiterobject, dictobject.c's dictiterobject):
 `for v in xs: xs.append(...)` reaches the new items, and a dict or set changed
 while iterated raises CPython's own RuntimeError, because the iterator of a
 dict or set is a real iterator over the real dict or set of its keys
-(containers.py). An exhausted iterator stays exhausted.
+(dicts.py, sets.py). An exhausted iterator stays exhausted.
 
 An iterator whose items still to come are known can be rebuilt in Python at
 a graph break (`remaining`); an iterator over a list is rebuilt over the list
@@ -25,14 +25,10 @@ import types
 from ..errors import CannotReconstruct, ObservedException
 from ..sources import ReducedSource
 from ..variables import BoundMethodVariable, ConstantVariable, LazyVariable, Variable
-from .containers import (
-    DictVariable,
-    DictViewVariable,
-    SequenceVariable,
-    TupleVariable,
-)
+from .dicts import DictVariable, DictViewVariable
 from .objects import ObjectVariable, UserObjectVariable, class_lookup
 from .operators import binary_op, equal
+from .sequences import SequenceVariable, TupleVariable
 
 END = object()  # what `next(iterator, END)` gives at the end
 
@@ -171,7 +167,7 @@ def iterator_at(make_iterator, sequence, index: int):
 
 class DictIteratorVariable(IteratorVariable):
     """`iter(d)`, `iter(d.values())`, `reversed(d.items())` ...: a real iterator over the real
-    dict of the keys (containers.DictVariable.items), so a dict or OrderedDict changed while
+    dict of the keys (dicts.DictVariable.items), so a dict or OrderedDict changed while
     iterated raises CPython's own RuntimeError; the values are the dict's Variables."""
 
     def __init__(self, dict_var: DictVariable, kind: str, backwards=False):

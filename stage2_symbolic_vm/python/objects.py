@@ -40,8 +40,9 @@ from ..variables import (
     Variable,
     constant_args,
 )
-from .containers import DictVariable, TupleVariable
+from .dicts import DictVariable
 from .exceptions import ExceptionVariable
+from .sequences import TupleVariable
 
 # A user class may derive from a builtin dict kind (side_effects.DICT_BASES) and still be made
 # in the trace: its items are kept in a DictVariable beside its attributes.

@@ -13,7 +13,7 @@ Objects/object.c's `do_richcompare`):
   so a user's `__eq__` runs, and order is decided by the first pair that
   differs; dicts compare their values so, OrderedDicts their order too;
 * sets, and the keys and items of dicts, are combined and compared by CPython
-  itself, on the real sets and dicts of their keys (containers.stand_in);
+  itself, on the real sets and dicts of their keys (sets.stand_in);
 * what no operand answers is the TypeError CPython raises; `==` falls back to
   identity.
 
@@ -27,19 +27,11 @@ import types
 from ..dynamic_shapes.shapes import SymNodeVariable, has_symbols
 from ..errors import ObservedException, Unsupported
 from ..variables import UNKNOWN, ConstantVariable, TensorVariable
-from .containers import (
-    DictVariable,
-    DictViewVariable,
-    ListVariable,
-    SequenceVariable,
-    SetVariable,
-    TupleVariable,
-    is_none,
-    key_of,
-    set_key,
-    stand_in,
-)
+from .containers import is_none, key_of
+from .dicts import DictVariable, DictViewVariable
 from .objects import UserObjectVariable, class_lookup, is_python_class
+from .sequences import ListVariable, SequenceVariable, TupleVariable
+from .sets import SetVariable, set_key, stand_in
 
 # Operator opcodes as data (byterun and Dynamo do the same): the argrepr names the operator.
 BINARY_OPS = {

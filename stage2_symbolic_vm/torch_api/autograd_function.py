@@ -3,8 +3,8 @@
 import torch
 
 from ..errors import Unsupported
-from ..python.containers import TupleVariable
 from ..python.objects import UserClassVariable
+from ..python.sequences import TupleVariable
 from ..tensor_ops import tensor_variables
 from ..variables import ConstantVariable, Variable
 

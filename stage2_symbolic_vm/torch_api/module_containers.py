@@ -8,7 +8,7 @@ import operator
 import torch
 
 from ..errors import ObservedException, Unsupported
-from ..python.containers import SequenceVariable
+from ..python.sequences import SequenceVariable
 from ..sources import attr_of
 from ..variables import ConstantVariable
 
