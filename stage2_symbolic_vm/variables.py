@@ -5,14 +5,13 @@ call, iteration, truth) and raises `Unsupported` with a reason for the rest,
 like the VariableTracker subclasses of torch/_dynamo/variables/. The VM never
 looks inside a value itself: it asks the value.
 
-This file holds the protocol every kind answers, and the kinds a tiny model
-needs besides its functions and modules (functions.py): constants, tensors,
-values not read yet, closure cells and bound methods. The breadth of Python has
-its kinds in python/: lists and tuples (sequences.py), dicts (dicts.py), sets
-(sets.py), their shared base (containers.py), iterators
-and generators (iterators.py), instances of user classes and objects the VM
-does not model (objects.py), method objects, partials and `super()`
-(callables.py), exceptions (exceptions.py).
+This file holds the protocol every kind answers, and the kinds a tiny model needs
+besides its functions and modules (functions.py): constants, tensors, values not
+read yet, closure cells and bound methods. The breadth of Python has its kinds in
+python/: lists and tuples (sequences.py), dicts (dicts.py), sets (sets.py), their
+shared base (containers.py), iterators and generators (iterators.py), instances of
+user classes and objects the VM does not model (objects.py), method objects,
+partials and `super()` (callables.py), exceptions (exceptions.py).
 
 Stage 4 rebuilds Python values from these at a graph break: each Variable
 says how with `reconstruct(cg)`, where `cg` is stage 4's code generator
