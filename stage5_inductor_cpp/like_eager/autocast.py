@@ -4,7 +4,7 @@ autocast runs the graph in torch (`CompiledGraph.eager_reason`, in_torch.py)."""
 
 import torch
 
-from stage3_guards.guards import AUTOCAST_DEVICES  # the devices the autocast guard reads
+AUTOCAST_DEVICES = ("cpu", "cuda")
 
 
 def autocast_reason(args) -> str | None:

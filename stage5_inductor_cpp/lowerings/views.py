@@ -5,7 +5,6 @@ not affine (merging dims of a transposed tensor, say) reads a contiguous buffer.
 """
 
 import itertools
-import math
 import operator
 
 import torch
@@ -73,6 +72,13 @@ def size1_reindex(source_ranges, ranges):
     return fn
 
 
+def _numel(ranges):
+    n = 1
+    for s in ranges:
+        n *= s
+    return n
+
+
 @register("permute", same_dtype=True)
 def permute(graph, out, x, *dims):
     dims = dims[0] if len(dims) == 1 and isinstance(dims[0], (list, tuple)) else dims
@@ -120,19 +126,19 @@ def expand(graph, out, x, *sizes):
 def _infer_size(shape, numel):
     """`view(2, -1)`'s sizes, with the error torch raises when they do not fit."""
     shape = list(shape[0] if len(shape) == 1 and isinstance(shape[0], (list, tuple)) else shape)
-    known = math.prod([s for s in shape if s != -1])
+    known = _numel([s for s in shape if s != -1])
     if -1 in shape:
         if known == 0 or numel % known:
             raise RuntimeError(f"shape '{shape}' is invalid for input of size {numel}")
         shape[shape.index(-1)] = numel // known
-    if math.prod(shape) != numel:
+    if _numel(shape) != numel:
         raise RuntimeError(f"shape '{shape}' is invalid for input of size {numel}")
     return tuple(shape)
 
 
 RESHAPES = {
-    "view": lambda x, *shape: _infer_size(shape, math.prod(x.ranges)),
-    "reshape": lambda x, *shape: _infer_size(shape, math.prod(x.ranges)),
+    "view": lambda x, *shape: _infer_size(shape, _numel(x.ranges)),
+    "reshape": lambda x, *shape: _infer_size(shape, _numel(x.ranges)),
     "view_as": lambda x, other: other.ranges,
     "reshape_as": lambda x, other: other.ranges,
     "unsqueeze": lambda x, dim: _unsqueezed(x.ranges, _dim(dim, len(x.ranges) + 1)),
@@ -159,7 +165,7 @@ def _flattened(ranges, start, end):
     if not ranges:
         return (1,)
     start, end = _dim(start, len(ranges)), _dim(end, len(ranges))
-    return (*ranges[:start], math.prod(ranges[start : end + 1]), *ranges[end + 1 :])
+    return (*ranges[:start], _numel(ranges[start : end + 1]), *ranges[end + 1 :])
 
 
 def _unflattened(ranges, dim, sizes):
@@ -379,6 +385,14 @@ def stack(graph, out, tensors, dim=0):
 
 
 # ----------------------------------------------------------------------------- sizes
+
+
+ATTRIBUTES = {
+    "shape": None,
+    "ndim": lambda graph, x: len(x.ranges),
+    "dtype": lambda graph, x: x.dtype,
+    "device": lambda graph, x: graph.device,
+}
 
 
 @register("size", getattr, same_dtype=True)
