@@ -32,7 +32,7 @@ from .functions import NNModuleVariable, TorchVariable, UserFunctionVariable
 from .python import builtins_table, callables, dicts, iterators, objects, sequences, sets
 from .python.sequences import ListVariable, TupleVariable
 from .sources import item_of
-from .torch_api import grad_modes
+from .torch_api import autocast, grad_modes
 from .torch_api.autograd_function import AutogradFunctionVariable
 from .torch_api.queries import ConstantResultVariable, torch_query
 from .variables import ConstantVariable, LazyVariable, TensorVariable, is_constant_value
@@ -183,6 +183,7 @@ WRAPPERS = (
     (lambda v: type(v) in dicts.DICT_TYPES, dicts.wrap_dict),
     (lambda v: type(v) in (set, frozenset), sets.wrap_set),
     (grad_modes.is_grad_mode, grad_modes.wrap_grad_mode),  # torch.no_grad, torch.no_grad()
+    (autocast.is_autocast, autocast.wrap_autocast),  # torch.autocast, torch.autocast(...)
     (callables.is_cached_function, callables.wrap_cached_function),  # functools.lru_cache
     (lambda v: isinstance(v, types.FunctionType), wrap_function),
     (lambda v: isinstance(v, types.MethodType), callables.wrap_method),

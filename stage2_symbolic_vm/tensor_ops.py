@@ -28,8 +28,7 @@ from .like_eager.no_meta_kernel import on_zeros
 from .performance import meta_cache
 from .python.dicts import DictVariable, realized
 from .python.sequences import ListVariable, SequenceVariable, TupleVariable
-from .torch_api.grad_modes import check_autocast
-from .torch_api.queries import assume_process_state
+from .torch_api import autocast, queries
 from .trace import op_name, target_name
 from .variables import ConstantVariable, TensorVariable, constant_args, is_constant_value
 
@@ -109,7 +108,7 @@ def record_call(tx, target, args: list, kwargs: dict):
         return tx.wrap_constant_result(tx.run_python(target, *constants, **named), shown)
     if not tensors and name not in FACTORIES:
         raise Unsupported("untraceable_call", f"{shown} called without a tensor argument")
-    check_autocast(tx, tensors, shown)  # torch_api/grad_modes.py
+    autocast.check(tx)  # torch_api/autocast.py: under autocast, on FakeTensors
     device = result_device(name, tensors, args, kwargs, shown)  # like_eager/devices.py
     meta_args, meta_kwargs = to_values(list(args), True), to_values(dict(kwargs), True)
     result, written = run(tx, target, name, meta_args, meta_kwargs, tensors, shown)
@@ -123,7 +122,7 @@ def record_call(tx, target, args: list, kwargs: dict):
         raise Unsupported(
             "untraceable_call", f"{shown} returns {type(result).__name__}, not a tensor"
         )
-    assume_process_state(tx, tensors, kwargs, result, factory=name in FACTORIES)
+    queries.assume_process_state(tx, tensors, kwargs, result, factory=name in FACTORIES)
     same = next((v for v in tensors if v.meta is result), None)
     # What the op writes: by its name and arguments (like_eager/in_place.py), and by the meta
     # run itself (an op that writes in place bumps its tensor's version counter).
@@ -142,9 +141,8 @@ def record_call(tx, target, args: list, kwargs: dict):
         meta=result,
         lineno=tx.lineno,
     )
-    if same is not None:
-        return same  # an in-place op returns the tensor it changed
-    return wrap_result(tx, node, result, device)
+    # an in-place op returns the tensor it changed
+    return same if same is not None else wrap_result(tx, node, result, device)
 
 
 def run(tx, target, name, meta_args, meta_kwargs, tensors, shown):
@@ -158,7 +156,8 @@ def run(tx, target, name, meta_args, meta_kwargs, tensors, shown):
     if not symbolic and name in ("cpu", "cuda"):  # a meta tensor cannot move: a copy stands
         target, meta_args = "clone", meta_args[:1]  # for the moved tensor
     versions = [t.meta._version for t in tensors]  # an op that writes bumps its target's
-    with torch.set_grad_enabled(tx.root().grad_enabled):  # the mode of a `with no_grad()`
+    # the grad mode of a `with no_grad()`, the autocast state of a `with torch.autocast()`
+    with torch.set_grad_enabled(tx.root().grad_enabled), autocast.as_traced(tx.autocast):
         if symbolic:
             result = shapes.run_on_fakes(target, meta_args, meta_kwargs, shown, tx.trace.shapes)
             tx.trace.shapes.check_marked(tx)

@@ -46,7 +46,7 @@ from .python.dicts import DictVariable, realized
 from .python.objects import ObjectVariable
 from .python.sequences import ListVariable, SequenceVariable, TupleVariable
 from .side_effects import SideEffects
-from .torch_api.grad_modes import outside_inference_mode
+from .torch_api import autocast, grad_modes
 from .trace import Trace, bind_frame
 from .variables import (
     NULL,
@@ -111,7 +111,7 @@ def trace(fn, *args, **kwargs) -> Trace:
     code = function.__code__
     if code.co_flags & GENERATOR_FLAGS:
         raise Unsupported("unsupported_value", f"{code.co_qualname} is a generator function")
-    with shapes.compiling(shapes.current_policy()), outside_inference_mode():
+    with shapes.compiling(shapes.current_policy()), grad_modes.outside_inference_mode():
         while True:  # once, or twice when the first symbol appears late (shapes.RestartTrace)
             tx = InstructionTranslator(code, function.__globals__, Trace(code))
             if isinstance(fn, types.MethodType):  # the method's `self` is not an argument
@@ -181,6 +181,7 @@ class InstructionTranslator(Names, Calls, Building, ControlFlow, Exceptions):
         self.done = False
         self.handled: list = []  # the exceptions being handled (`except` blocks entered)
         self.grad_enabled = parent.root().grad_enabled if parent else torch.is_grad_enabled()
+        self.autocast = parent.autocast if parent else autocast.ambient()  # one dict per trace
         if trace.shapes is None:  # the root frame: symbols as the frame's cache decides
             trace.shapes = shapes.Shapes(shapes.current_policy())
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import torch
 
 from stage2_symbolic_vm.sources import Assumption, BuiltinSource, Source
+from stage2_symbolic_vm.torch_api.autocast import AUTOCAST_DEVICES
 from stage2_symbolic_vm.torch_api.grad_modes import inference_mode_enabled
 from stage2_symbolic_vm.torch_api.module_hooks import GLOBAL_HOOKS, MODULE_HOOKS
 from stage2_symbolic_vm.variables import compared_by_identity
@@ -382,18 +383,21 @@ def default_device(source: None, value, names: Names) -> Guard:
     return Guard("DEFAULT_DEVICE", None, str(device), (check,), names.objects)
 
 
-AUTOCAST_DEVICES = ("cpu", "cuda")
-
-
 def autocast(source: None, value, names: Names) -> Guard:
-    """Whether autocast is on for each device type, and its dtype: it changes what ops compute."""
+    """Whether autocast is on for each device type, and its dtype: they change what ops compute."""
     checks = []
     for device in AUTOCAST_DEVICES:
         enabled = torch.is_autocast_enabled(device)
         actual = f"{names(torch)}.is_autocast_enabled({device!r})"
         checks.append(Check(f"{actual} is {enabled}", f"autocast on {device}", enabled, actual))
+        if enabled:
+            dtype = torch.get_autocast_dtype(device)
+            actual = f"{names(torch)}.get_autocast_dtype({device!r})"
+            code = f"{actual} is {names(dtype)}"
+            checks.append(Check(code, f"autocast dtype on {device}", dtype, actual, _dtype))
     summary = ", ".join(
-        f"{d} {'on' if torch.is_autocast_enabled(d) else 'off'}" for d in AUTOCAST_DEVICES
+        f"{d} {_dtype(torch.get_autocast_dtype(d)) if torch.is_autocast_enabled(d) else 'off'}"
+        for d in AUTOCAST_DEVICES
     )
     return Guard("AUTOCAST", None, summary, tuple(checks), names.objects)
 

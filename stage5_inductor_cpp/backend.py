@@ -10,13 +10,14 @@ inputs' sizes, strides and dtypes (and the values of Python-number inputs); a ca
 different ones compiles another specialisation. A graph traced with symbolic sizes
 compiles one code for all of them where it can (symbolic/code.py). A call that needs
 autograd (an input requires grad, grad mode on) runs a forward and a backward graph,
-traced and split by stage 4's training/aot.py, each compiled here (torch's `compile_fx` hands its
-graphs to `aot_autograd` the same way). Graphs the kernels cannot run are run by torch,
-whole: graphs whose writes we cannot follow (into a module's tensors, into an input that
-shares memory with another; writes into inputs and their views are written back,
-like_eager/functionalize.py), that run under autocast, or whose tensors are not on the
-CPU, and every graph when there is no C++ compiler (after one warning). Each such reason
-is logged once and kept in `CompiledGraph.torch_reasons` (like_eager/in_torch.py).
+traced and split by stage 4's training/aot.py, each compiled here (torch's `compile_fx`
+hands its graphs to `aot_autograd` the same way); so does a call under autocast, whose
+casts the ATen trace writes down (like_eager/autocast.py). Graphs the kernels cannot run
+are run by torch, whole: graphs whose writes we cannot follow (into a module's tensors,
+into an input that shares memory with another; writes into inputs and their views are
+written back, like_eager/functionalize.py), or whose tensors are not on the CPU, and
+every graph when there is no C++ compiler (after one warning). Each such reason is
+logged once and kept in `CompiledGraph.torch_reasons` (like_eager/in_torch.py).
 """
 
 import ctypes
@@ -35,6 +36,7 @@ from . import kernel_cache
 from .codegen_cpp import PRELUDE, CppKernel
 from .graph_lowering import GraphLowering
 from .ir import ExternKernel
+from .like_eager.autocast import enters_autocast, under_autocast
 from .like_eager.in_place import shares_written_memory
 from .like_eager.in_torch import RunsInTorch, devices_of
 from .lowering import EagerOnly
@@ -172,8 +174,8 @@ class CompiledGraph(TrainingGraphs, RunsInTorch):
     """What `compile_fx` returns: call it with the graph's inputs, get the graph's outputs.
 
     A call the kernels cannot run runs the graph in torch and says why (`ran_in_torch`,
-    `eager_reason`, `device_reason`: like_eager/in_torch.py); a call that needs autograd
-    runs the forward and backward graphs (`train`: training/autograd.py)."""
+    `device_reason`: like_eager/in_torch.py); a call that needs autograd, or runs under
+    autocast, runs the graphs of its ATen trace (`train`: training/autograd.py)."""
 
     def __init__(self, gm: torch.fx.GraphModule, example_inputs):
         self.gm = gm
@@ -185,16 +187,22 @@ class CompiledGraph(TrainingGraphs, RunsInTorch):
         self.parts: list[CompiledGraph] = []  # their compiled graphs
         self.symbolic: CompiledCode | None = None  # the code for every value of the symbols
         self.per_size_reason: str | None = None  # why a graph with symbols has none
+        self.enters_autocast = enters_autocast(gm)
         example_inputs = list(example_inputs)
-        if needs_autograd(example_inputs):  # its two graphs are compiled at its first call
+        if self.through_aten(example_inputs):  # its graphs are compiled at its first call
             return
         if any(isinstance(a, torch.SymInt) for a in example_inputs):
             self.symbolic, self.per_size_reason = compile_symbolic(self, gm, example_inputs)
         else:
             self.specialize(example_inputs)
 
+    def through_aten(self, args) -> bool:
+        """A call that needs autograd, or runs under autocast (like_eager/autocast.py), runs
+        the graphs of its ATen trace (training/autograd.py)."""
+        return needs_autograd(args) or self.enters_autocast or under_autocast()
+
     def __call__(self, *args):
-        if needs_autograd(args):
+        if self.through_aten(args):
             return self.train(args)
         compiled = self.specialize(args)
         if compiled is None:
@@ -219,9 +227,6 @@ class CompiledGraph(TrainingGraphs, RunsInTorch):
             if known is None and (reason := self.device_reason(devices_of(args))):
                 self.ran_in_torch(reason)
                 return None
-        if reason := self.eager_reason(args):
-            self.ran_in_torch(reason)
-            return None
         if known is None and key is None:
             self.ran_in_torch("an argument is neither a tensor nor a Python number")
             return None

@@ -37,6 +37,7 @@ from ..errors import ObservedException, Unsupported
 from ..performance import meta_cache
 from ..python.sequences import SequenceVariable, TupleVariable
 from ..sources import ItemSource, LocalSource, SizeSource, Source
+from ..torch_api import autocast
 from ..variables import BoundMethodVariable, ConstantVariable, Variable
 
 # torch.compile's own marks (torch._dynamo.mark_dynamic / mark_static write these): ours too.
@@ -154,7 +155,9 @@ class Shapes:
         self.tracked: list[tuple[Source, object]] = []
         self.marked: dict = {}
         self.at = None  # the frame the VM is running (vm.py's step): where a symbol was used
-        if policy.symbolic:
+        # Autocast's casts happen by the tensors' device, which only FakeTensors keep
+        # (torch_api/autocast.py): a trace under autocast is on them from the start.
+        if policy.symbolic or autocast.enabled_anywhere(autocast.ambient()):
             self._start()
 
     @property

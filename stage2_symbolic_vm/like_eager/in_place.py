@@ -15,6 +15,7 @@ import inspect
 import operator
 
 import torch
+from torch.amp.autocast_mode import _enter_autocast, _exit_autocast
 
 from ..trace import op_name
 
@@ -67,13 +68,15 @@ def in_place(target, name) -> bool:
 
 
 OPERATORS = {f for f in vars(operator).values() if callable(f)}
+# Calls that switch a mode of the process for the ops after them (grad_modes.py, autocast.py).
+STATE_SWITCHES = {torch._C._set_grad_enabled, _enter_autocast, _exit_autocast}
 
 
 def changes_state(target, args, kwargs) -> bool:
     """An op a backend must run, in program order, even if its result is unused: one that
     changes a tensor in place (`x.add_(1)`, `out=`, `inplace=True`), draws random numbers, or
     switches grad mode. `args` and `kwargs` are plain values (an FX node's)."""
-    if target is torch._C._set_grad_enabled:  # `with torch.no_grad()` in the graph
+    if target in STATE_SWITCHES:  # `with torch.no_grad()`, `with torch.autocast()` in the graph
         return True
     name = op_name(target)
     if name in RANDOM_OPS or in_place(target, name) or "out" in kwargs:

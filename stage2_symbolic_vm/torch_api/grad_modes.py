@@ -1,8 +1,8 @@
-"""Grad mode, inference mode and autocast: `with torch.no_grad()` and its kin.
+"""Grad mode and inference mode: `with torch.no_grad()` and its kin.
 
-`with torch.no_grad()` and `@torch.enable_grad()` are traced, a frame compiled under
-`torch.inference_mode()` is traced outside it, and one run under `torch.autocast` runs
-eagerly.
+`with torch.no_grad()` and `@torch.enable_grad()` are traced, and a frame compiled under
+`torch.inference_mode()` is traced outside it. Autocast, the other mode of the process
+that changes what ops compute, is autocast.py.
 
 Entering and leaving a grad-mode context manager change the mode the trace records later
 ops under, and record `torch._C._set_grad_enabled(mode)` in the graph, so that the graph
@@ -172,13 +172,3 @@ def wrap_grad_mode(tx, value, source):
     if source is not None:
         tx.trace.assume("type", source)
     return GradModeVariable(type(value), GRAD_MODES[type(value)], source)
-
-
-def check_autocast(tx, tensors, shown):
-    """Autocast changes the dtypes ops compute in, on real devices but not on meta tensors:
-    a trace under autocast would record the wrong dtypes. The state is guarded, and a
-    frame that runs under autocast runs in eager (torch/_dynamo traces it on FakeTensors)."""
-    tx.trace.assume("autocast")
-    devices = {t.device.type for t in tensors} or {torch.get_default_device().type}
-    if any(torch.is_autocast_enabled(d) for d in devices if d in ("cpu", "cuda")):
-        raise Unsupported("untraceable_call", f"{shown} runs under torch.autocast")

@@ -13,6 +13,7 @@ import torch
 
 from ..errors import Unsupported
 from ..variables import ConstantVariable, TensorVariable, Variable, constant_args
+from . import autocast
 from .grad_modes import inference_mode_enabled
 
 # Classes whose instances are constants of the trace, made now: `torch.Size([2, 3])`.
@@ -84,12 +85,12 @@ TORCH_QUERIES = {
     torch.get_default_device: lambda tx: global_state(
         tx, "default_device", torch.get_default_device()
     ),
-    torch.is_autocast_enabled: lambda tx, *device: global_state(
-        tx, "autocast", torch.is_autocast_enabled(*[d.as_python_constant() for d in device])
-    ),
-    torch.get_autocast_dtype: lambda tx, device: global_state(
-        tx, "autocast", torch.get_autocast_dtype(device.as_python_constant())
-    ),
+    # Autocast as the trace has it at this point: inside a `with torch.autocast()` too
+    torch.is_autocast_enabled: autocast.enabled_query,
+    torch.get_autocast_dtype: autocast.dtype_query,
+    torch.is_autocast_cpu_enabled: lambda tx: autocast.enabled_query(tx, ConstantVariable("cpu")),
+    torch.get_autocast_cpu_dtype: lambda tx: autocast.dtype_query(tx, ConstantVariable("cpu")),
+    torch.get_autocast_gpu_dtype: lambda tx: autocast.dtype_query(tx, ConstantVariable("cuda")),
     # The random generator's state: read or set in Python, never by a graph.
     **dict.fromkeys(
         (torch.manual_seed, torch.seed, torch.initial_seed, torch.get_rng_state),

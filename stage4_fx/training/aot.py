@@ -24,6 +24,11 @@ each op's backward needs. To compile the backward too, AOTAutograd
 `aot_autograd(gm, compiler)` returns a callable that does this per call: a call that
 needs no gradient (no input requires grad, or `no_grad`) runs the forward alone,
 traced to ATen the same way.
+
+Under autocast the trace runs in the caller's autocast state, so autocast's decisions
+are ops of the ATen graphs (a `_to_copy` to bfloat16 before each matmul); the compiled
+graphs then run with autocast off, as AOTAutograd's runtime runs them: a matmul that an
+`enabled=False` region kept in float32 stays there.
 """
 
 import dataclasses
@@ -38,6 +43,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 
 from stage1_eval_frame import call_unhooked
 from stage1_eval_frame.logs import get_logger
+from stage2_symbolic_vm.torch_api import autocast
 from stage3_guards import SameArguments
 
 log = get_logger("graph")
@@ -405,12 +411,14 @@ class TrainingGraph:
     def run_forward(self, args):
         if self.forward is None:
             self.forward = self.compiler(self.parts.forward, list(args))
-        return call_unhooked(self.forward, *args)
+        with torch._C._DisableAutocast():  # the graph holds autocast's casts (see below)
+            return call_unhooked(self.forward, *args)
 
     def run_backward(self, args):
         if self.backward is None:
             self.backward = self.compiler(self.parts.backward, list(args))
-        return call_unhooked(self.backward, *args)
+        with torch._C._DisableAutocast():
+            return call_unhooked(self.backward, *args)
 
 
 class CompiledFunction(torch.autograd.Function):
@@ -484,14 +492,16 @@ class AotGraph:
         self.gm, self.compiler, self.decompositions = gm, compiler, decompositions
         self.on_torch = on_torch  # told why a call runs the graph in torch
         self.plans: dict = {}
-        self.last: tuple | None = None  # (training, the last plan's `SameArguments`)
+        self.last: tuple | None = None  # ((training, autocast), the last `SameArguments`)
 
     def plan(self, args, training: bool) -> TrainingGraph | str:
         """The plan for these arguments: the last one if they match it (checked in C++, as
-        stage 5 checks its specialisations), else the one of their key, made if new."""
-        if self.last is not None and self.last[0] == training and self.last[1](args):
+        stage 5 checks its specialisations), else the one of their key, made if new. The
+        autocast state is part of both: the trace holds its casts."""
+        mode = (training, autocast_state())
+        if self.last is not None and self.last[0] == mode and self.last[1](args):
             return self.last[1].code
-        key = (key_of(args), training)
+        key = (key_of(args), mode)
         if key not in self.plans:
             try:
                 joint = call_unhooked(
@@ -506,7 +516,7 @@ class AotGraph:
                     "joint graph split: %d saved (%s), %d recomputed in the backward",
                     len(parts.saved), ", ".join(parts.saved), len(parts.recomputed),
                 )  # fmt: skip
-        self.last = (training, SameArguments(args, self.plans[key]))
+        self.last = (mode, SameArguments(args, self.plans[key]))
         return self.plans[key]
 
     def __call__(self, *args):
@@ -521,6 +531,13 @@ class AotGraph:
         count, written = plan.joint.num_outputs, len(plan.joint.mutated)
         write_back(args, plan.joint.mutated, results[count : count + written])
         return regenerate_aliases(plan.joint, list(results[:count]), args)
+
+
+def autocast_state() -> tuple | None:
+    """The caller's autocast state, or None when it is off (one C call, the usual case)."""
+    if not torch._C._is_any_autocast_enabled():
+        return None
+    return tuple(autocast.ambient().items())
 
 
 def aot_autograd(

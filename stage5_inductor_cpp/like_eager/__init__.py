@@ -8,7 +8,7 @@ externs.py         a call into torch: its result's layout and sharing of memory,
 dtypes.py          a result's dtype, by torch's own promotion on one-element stand-ins
 arg_reductions.py  argmax and argmin in C++: the first extreme wins, and the first NaN
 devices.py         the kernels' device: a tensor elsewhere runs the graph in torch
-autocast.py        a call under autocast runs the graph in torch
+autocast.py        a call under autocast runs the graphs of its ATen trace, which hold the casts
 in_torch.py        a call the kernels cannot run runs the graph in torch, and says why
 prelude.h          the C++ helpers that give torch's answers where C++'s differ
 """

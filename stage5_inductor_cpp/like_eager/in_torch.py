@@ -2,17 +2,15 @@
 
 Eager is the oracle, so a call that the kernels would get wrong runs the graph module
 itself: its tensors are on a device the kernels do not run on (`device_reason`; stage 6
-runs CUDA too), it is made under autocast (autocast.py), an input it writes into shares
-memory with another (in_place.py), or the graph could not be compiled (the reason comes
-with its code: backend.py's `runs_in_torch`). No such call is silent: each reason is
-logged once and kept in `torch_reasons`, which the tests and the book read.
+runs CUDA too), an input it writes into shares memory with another (in_place.py), or the
+graph could not be compiled (the reason comes with its code: backend.py's `runs_in_torch`).
+No such call is silent: each reason is logged once and kept in `torch_reasons`, which the
+tests and the book read.
 """
 
 import torch
 
 from stage1_eval_frame.logs import get_logger
-
-from .autocast import autocast_reason
 
 log = get_logger("kernels")
 
@@ -29,10 +27,6 @@ class RunsInTorch:
         if reason not in self.torch_reasons:
             self.torch_reasons.append(reason)
             log.info("running the graph in torch: %s", reason)
-
-    def eager_reason(self, args) -> str | None:
-        """Why these arguments cannot run the kernels this call (autocast), or None."""
-        return autocast_reason(args)
 
     def device_reason(self, devices: set[torch.device]) -> str | None:
         """Why the kernels cannot run on the tensors' devices; stage 6 runs CUDA too."""

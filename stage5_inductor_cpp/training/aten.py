@@ -6,7 +6,8 @@ torch's tables (`DECOMPOSITIONS`) into few of them. Our lowerings are keyed by t
 functions and Tensor methods that stage 4's graphs call, so each ATen op whose torch
 twin takes the same arguments becomes that call (`AS_TORCH`); the others stay ATen
 calls, which the lowering calls as extern kernels (a convolution's backward, say).
-A 2-D `aten.convolution` becomes `torch.conv2d` though its arguments differ (`is_conv2d`).
+A 2-D `aten.convolution` becomes `torch.conv2d` though its arguments differ (`is_conv2d`),
+and a cast (`aten._to_copy` with a dtype alone, as autocast makes them) `x.to(dtype)`.
 Torch's inductor lowers ATen ops directly (torch/_inductor/lowering.py registers
 `aten.*` overloads); here one table maps the ATen graphs onto the lowerings written for
 stage 4's graphs, so that a lowering serves both.
@@ -96,6 +97,9 @@ def as_torch_calls(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
             x, weight, bias, stride, padding, dilation, _, _, groups = node.args
             node.op, node.target = "call_function", torch.conv2d
             node.args = (x, weight, bias, stride, padding, dilation, groups)
+        elif node.target == aten._to_copy.default and is_cast(node):
+            node.op, node.target = "call_method", "to"
+            node.kwargs = {"dtype": node.kwargs["dtype"], "copy": True}
         elif node.target in AS_TORCH and "implicit" not in node.kwargs:
             node.op, node.target = AS_TORCH[node.target]
     gm.recompile()
@@ -109,3 +113,16 @@ def is_conv2d(node: torch.fx.Node) -> bool:
     x, weight, _, _, _, _, transposed, output_padding, _ = node.args
     dims = [getattr(t.meta.get("val"), "ndim", None) for t in (x, weight)]
     return dims == [4, 4] and not transposed and not any(output_padding)
+
+
+def is_cast(node: torch.fx.Node) -> bool:
+    """Whether an `aten._to_copy` only changes the dtype (autocast's casts, `x.float()`):
+    `x.to(dtype, copy=True)`, which fuses into the kernels around it. One that moves the
+    tensor to another device or layout stays an extern call."""
+    kwargs, value = dict(node.kwargs), node.args[0].meta.get("val")
+    device = kwargs.pop("device", None)
+    if "dtype" not in kwargs or value is None or (device is not None and device != value.device):
+        return False
+    plain = {"layout": torch.strided, "pin_memory": False, "non_blocking": False}
+    plain["memory_format"] = torch.preserve_format
+    return all(v is None or plain.get(k) == v for k, v in kwargs.items() if k != "dtype")

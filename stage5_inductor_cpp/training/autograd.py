@@ -1,6 +1,7 @@
 """A call that needs autograd (an input requires grad, grad mode on): the graph's forward
 and backward, traced and split by stage 4's aot.py, each compiled as any graph (torch's
-`compile_fx` hands its graphs to `aot_autograd` the same way)."""
+`compile_fx` hands its graphs to `aot_autograd` the same way). A call under autocast
+takes the same path, for the casts the ATen trace writes down (like_eager/autocast.py)."""
 
 import torch
 import torch.fx
@@ -19,7 +20,7 @@ class TrainingGraphs:
         """The forward and backward graphs of stage 4's aot.py, each compiled by the
         graph's own class (their ATen ops made torch calls, aten.py)."""
         devices = {a.device for a in args if isinstance(a, torch.Tensor)}
-        reason = self.eager_reason(args) or self.device_reason(devices)
+        reason = self.device_reason(devices)
         if reason:
             self.ran_in_torch(reason)
             return self.gm(*args)

@@ -106,19 +106,21 @@ def test_another_code_writer_plugs_into_compile_graph():
 
 
 def test_each_reason_to_run_in_torch_is_logged_once_and_kept():
-    def fn(a):
-        return (a.sin() * 2).sum()
+    def fn(a, b):
+        return a.add_(b.sin())
 
-    x = torch.randn(3)
+    x, y = torch.randn(3), torch.randn(3)
     with kernel_logs() as records:
-        compiled = compile_fx(torch.fx.symbolic_trace(fn), [x])
+        compiled = compile_fx(torch.fx.symbolic_trace(fn), [x, y])
         for _ in range(3):
-            with torch.autocast("cpu", dtype=torch.bfloat16):
-                compiled(x)
-    reason = "autocast is on for cpu: torch picks each op's dtype as it runs"
+            z = torch.randn(3)
+            expected = z.clone().add_(z.clone().sin())
+            torch.testing.assert_close(compiled(z, z), expected)  # one tensor, read and written
+    reason = "an input the graph writes into shares memory with another input"
     assert compiled.torch_reasons == [reason]
     assert sum(reason in r for r in records) == 1
-    torch.testing.assert_close(compiled(x), fn(x))  # kernels, still
+    a, b = torch.randn(3), torch.randn(3)
+    torch.testing.assert_close(compiled(a.clone(), b), a + b.sin())  # kernels, still
     assert compiled.last.kernel_names
 
 
@@ -163,29 +165,30 @@ def matmul_relu(a, b):
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-def test_a_graph_called_under_autocast_runs_in_torch(dtype):
+def test_a_graph_called_under_autocast_runs_the_kernels_of_its_aten_trace(dtype):
     a, b = torch.randn(64, 64), torch.randn(64, 64)
     compiled = compile_fx(torch.fx.symbolic_trace(matmul_relu), [a, b])
     with torch.autocast("cpu", dtype=dtype):
         result, expected = compiled(a, b), matmul_relu(a, b)
     assert result.dtype == expected.dtype == dtype
     torch.testing.assert_close(result, expected)
-    assert compiled.torch_reasons == [
-        "autocast is on for cpu: torch picks each op's dtype as it runs"
-    ]
-    torch.testing.assert_close(compiled(a, b), matmul_relu(a, b))  # outside: the kernels
-    assert compiled.last.kernel_names
+    assert compiled.torch_reasons == []
+    (forward,) = compiled.parts  # autocast's casts are kernels: float32 in, `dtype` out
+    assert forward.last.kernel_names and forward.last.extern_names == ("mm",)
+    assert str(dtype).removeprefix("torch.") in forward.last.source
+    torch.testing.assert_close(compiled(a, b), matmul_relu(a, b))  # outside: float32 again
+    assert compiled(a, b).dtype == torch.float32
 
 
-def test_a_graph_compiled_under_autocast_runs_in_torch_under_it():
+def test_a_graph_compiled_under_autocast_runs_its_casts_under_it():
     a, b = torch.randn(64, 64), torch.randn(64, 64)
     with torch.autocast("cpu", dtype=torch.bfloat16):
         compiled = compile_fx(torch.fx.symbolic_trace(matmul_relu), [a, b])
-        assert compiled.specializations == {} and compiled.torch_reasons
+        assert compiled.specializations == {}  # compiled at its first call, traced to ATen
         torch.testing.assert_close(compiled(a, b), matmul_relu(a, b))
         check_torch_compile(matmul_relu, a, b)
     torch.testing.assert_close(compiled(a, b), matmul_relu(a, b))
-    assert compiled.last.kernel_names
+    assert compiled.last.kernel_names and not compiled.torch_reasons
 
 
 def test_a_graph_with_symbolic_sizes_compiles_at_its_first_call_and_never_runs_in_torch():
