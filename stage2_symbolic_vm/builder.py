@@ -142,7 +142,10 @@ def wrap_function(tx, value, source):
 
 
 def wrap_module(tx, value, source):
-    assume(tx, "id", source)
+    """A module is guarded by its type and by what the trace reads of it (its parameters'
+    metadata, the attributes it uses, the absence of hooks), not by its identity: identical
+    layers share one compiled code, as under torch's `inline_inbuilt_nn_modules`."""
+    assume(tx, "type", source)
     return NNModuleVariable(value, source)
 
 

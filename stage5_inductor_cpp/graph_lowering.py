@@ -77,8 +77,7 @@ class GraphLowering:
         self.stored: dict[int, tuple[Pointwise, BufferView]] = {}  # by id: `realize`
         self.input_views: dict[torch.fx.Node, BufferView] = {}  # placeholder -> its input
         self.written_inputs: list[int] = []  # positions of the inputs written in place
-        tensors = [a for a in example_inputs if isinstance(a, torch.Tensor)]
-        self.device = tensors[0].device if tensors else torch.device("cpu")  # the kernels' device
+        self.device = devices.kernel_device(gm, example_inputs)  # like_eager/devices.py
         # What the steps around the node loop learn of the whole graph first (`survey`).
         self.meta = None  # the graph on meta tensors: eager's answers (meta_run.py)
         self.writes: InPlaceWrites | None = None  # its in-place ops (in_place.py)

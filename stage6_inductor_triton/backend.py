@@ -23,7 +23,8 @@ import torch
 import torch.fx
 
 from stage1_eval_frame.logs import get_logger
-from stage5_inductor_cpp.backend import CompiledCode, CompiledGraph, compile_graph, devices_of
+from stage5_inductor_cpp.backend import CompiledCode, CompiledGraph, compile_graph
+from stage5_inductor_cpp.like_eager.devices import kernel_device
 from stage5_inductor_cpp.rules import CPU_RULES, Rules
 from stage5_inductor_cpp.scheduler import FusedKernel
 from stage5_inductor_cpp.symbolic.sizes import sizes_text, text
@@ -139,11 +140,6 @@ def anonymous(source: str, names: list[str]) -> str:
     return re.sub(pattern, lambda m: rename[m.group()], source)
 
 
-def device_of(args) -> torch.device | None:
-    devices = devices_of(args)
-    return next(iter(devices)) if len(devices) == 1 else None
-
-
 # The GPU's rules of the lowering (stage 5's rules.py): on for the graphs of CUDA tensors.
 # Those of CPU tensors, which run under Triton's interpreter, follow the CPU's.
 GPU_RULES = Rules(
@@ -218,7 +214,7 @@ class TritonCompiledGraph(CompiledGraph):
         return None
 
     def compile_graph(self, gm: torch.fx.GraphModule, args) -> CompiledCode:
-        device = device_of(args) or torch.device("cpu")
+        device = kernel_device(gm, args)  # the inputs', or the one its factories name
         kernels = TritonKernels(device)
         code = compile_graph(
             gm,

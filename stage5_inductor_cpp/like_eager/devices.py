@@ -8,6 +8,20 @@ from ..lowering import EagerOnly
 from .meta_run import tensors_in
 
 
+def kernel_device(gm, example_inputs) -> torch.device:
+    """The device the kernels run on: the inputs' tensors', or, for a graph whose tensors are
+    all made inside it (`torch.arange(n, device="cuda")`), the first device a call names."""
+    tensors = [a for a in example_inputs if isinstance(a, torch.Tensor)]
+    if tensors:
+        return tensors[0].device
+    for node in gm.graph.nodes:
+        if node.op in ("call_function", "call_method"):
+            named = named_device(node.target if node.op == "call_method" else "", [], node.kwargs)
+            if named is not None:  # `cuda` alone is the current one, as a factory makes it
+                return torch.empty(0, device=named).device
+    return torch.device("cpu")
+
+
 def named_device(name: str, args, kwargs) -> torch.device | None:
     """The device a call says it puts its result on (`x.cuda()`, `x.to("cpu")`, `device=`)."""
     if name in ("cpu", "cuda"):

@@ -180,12 +180,22 @@ def test_a_parameter_replaced_by_one_of_the_same_shape_is_read_without_recompili
     assert counters.recompiles == 0
 
 
+def test_a_submodule_replaced_by_one_of_the_same_kind_is_read_without_recompiling():
+    """Modules are guarded by type and by what the trace reads, not by identity (as torch
+    guards them): a fresh layer of the same shapes is another input, not another code."""
+    model = TwoLinear()
+    compiled = compiled_once(model)
+    model.fc2 = torch.nn.Linear(16, 4)
+    assert_same_as_eager(compiled, model, X)
+    assert counters.recompiles == 0
+
+
 CHANGES = {
     "parameter": lambda m: setattr(m.fc2, "bias", torch.nn.Parameter(torch.randn(1))),
     "data": lambda m: setattr(m.fc2.bias, "data", torch.randn(1)),  # same object, new shape
     "requires_grad": lambda m: m.fc2.bias.requires_grad_(False),  # same object
     "dtype": lambda m: m.double(),  # the same parameters, their data replaced
-    "submodule": lambda m: setattr(m, "fc2", torch.nn.Linear(16, 4)),
+    "submodule": lambda m: setattr(m, "fc2", torch.nn.Linear(16, 4, bias=False)),
     "class": lambda m: setattr(m, "scaled", torch.nn.Identity()),
     "training": lambda m: m.scaled.eval(),  # in a submodule
     "hook": lambda m: m.fc1.register_forward_hook(lambda mod, args, out: out * 10),
@@ -203,3 +213,37 @@ def test_a_change_to_the_module_recompiles_or_gives_eagers_answer(change):
     model(x)  # eager runs (the change is one a user may make)
     assert_same_as_eager(compiled, model, x)
     assert counters.recompiles == 1
+
+
+class BreakingLayer(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 8)
+        self.scale = 0.5
+
+    def forward(self, x):
+        x = self.fc(x) * self.scale
+        print(end="")  # a graph break inside each layer
+        return x.relu() + x
+
+
+def test_identical_layers_share_one_compiled_code():
+    """Twelve instances of one layer, each with a break: the layer's frames compile once
+    (torch guards what the code reads of `self`, not its identity), and never reach the
+    recompile limit."""
+
+    def apply(layer, x):
+        return layer(x)
+
+    compiled = stage4_fx.compile(apply)
+    x = torch.randn(4, 8)
+    with torch.no_grad():
+        for layer in [BreakingLayer() for _ in range(12)]:
+            expected = apply(layer, x)
+            torch.testing.assert_close(compiled(layer, x), expected)
+            x = expected
+    assert counters.recompiles == 0 and counters.eager == 0
+    caches = [c for c in compiled.options.caches.values() if c.entries]
+    # apply and its resume function, the layer's forward and its resume function
+    assert sorted(c.code.co_name.startswith("__resume") for c in caches) == [0, 0, 1, 1]
+    assert all(len(c.entries) == 1 for c in caches)  # one code for every instance

@@ -4,6 +4,7 @@ place, eager's output strides, and constants that must keep their sign (-0.0).""
 import pytest
 import torch
 
+from stage6_inductor_triton import compile_fx
 from tests.stage5.test_layouts import STRIDES
 from tests.stage5.test_mutation import FUNCTIONALIZED
 from tests.stage5.test_regressions import NEGATIVE_ZERO, specials
@@ -29,3 +30,17 @@ def test_outputs_have_eagers_strides(name, device):
 @pytest.mark.parametrize("fn", NEGATIVE_ZERO)
 def test_negative_zero_constants_keep_their_sign(fn, device):
     check_lowered(fn, specials, device=device)
+
+
+def test_a_graph_of_factories_alone_runs_its_kernels_on_their_device(device):
+    """No input tensor says where the kernels run: the device the factories name does (it
+    used to be the CPU, and a CUDA `arange` ran the whole graph in torch)."""
+
+    def fn(n):
+        return torch.arange(8, device=device).sin() * n + torch.ones(8, device=device)
+
+    compiled = compile_fx(torch.fx.symbolic_trace(fn), [3])
+    result = compiled(3)
+    torch.testing.assert_close(result, fn(3))
+    assert result.device.type == device
+    assert compiled.last.kernel_names and not compiled.torch_reasons
