@@ -17,8 +17,8 @@ Targets: ours / torch.compile <= 1.10 on each CPU model; on the GPU
 <= 1.25 and faster than eager. Times are the best of `--rounds` rounds taken in
 turns (eager, torch.compile, ours, again), after the calls that compile.
 
-`--train` times a training step: forward, a loss (the mean square of the
-model's first output), backward and an SGD step, on the nanoGPT block and ResNet-18
+`--train` times a training step: forward, a loss (the model's first output squared, times
+fixed random weights, averaged), backward and an SGD step, on the nanoGPT block and ResNet-18
 (CPU) or ResNet-50 and GPT-2 (GPU), each model in training mode with its dropout off
 (compiled dropout draws other random numbers than eager's). Each system's first three
 steps, from the same weights, are checked against eager's (loss and every gradient)
@@ -26,9 +26,29 @@ before anything is timed: the third is a replay under reduce-overhead. The run a
 prints the memory autograd saves for the backward (`saved_tensors_hooks`), ours against
 eager's. Targets: ours / torch.compile <= 1.15 on the CPU; on the GPU <= 1.25 and faster
 than eager.
+
+`--amp` runs every system's calls, inference or `--train`, under
+`torch.autocast(device, dtype=torch.bfloat16)` (`--amp-dtype float16`: float16, whose
+training steps go through `torch.amp.GradScaler`), on ResNet-18, BERT, GPT-2 and the
+Llama-style model (CPU) or ResNet-50, BERT-base, GPT-2, the Llama-style model and ViT-B/16
+(GPU). `--batch` and `--seq` replace the zoo's batch and sequence length, so one run can
+be made where launch overhead shows (`--batch 8 --seq 128`) and one where it does not (the
+zoo's). Targets: ours / torch.compile <= 1.10 on the CPU; on the GPU <= 1.00 for inference
+and <= 1.05 for training.
+
+    .venv/bin/python -m benchmarks.bench_models --amp --json docs/data/bench_models_amp_cpu.json
+    python -m benchmarks.bench_models --amp --device cuda --size base --batch 8 --seq 128
+    python -m benchmarks.bench_models --amp --device cuda --size base --train \\
+        --json docs/data/bench_models_amp_train_gpu.json
+
+Every run also prints and records the graphs and graph breaks of torch.compile
+(`torch._dynamo.explain`) and of ours (`stage4_fx.explain`) per model, under the same
+autocast and grad mode as the timed calls, with a target that ours makes no more of
+either than torch.compile.
 """
 
 import argparse
+import contextlib
 import copy
 import time
 
@@ -38,13 +58,32 @@ import stage4_fx
 from benchmarks import report
 from benchmarks.zoo import ZOO, tensors_of
 
-MODELS = {  # the models timed on each device
-    "cpu": ("resnet18", "bert", "gpt2", "nanogpt_block"),
-    "cuda": ("resnet50", "bert", "gpt2", "nanogpt_block"),
+AMP_MODELS = {
+    "cpu": ("resnet18", "bert", "gpt2", "llama"),
+    "cuda": ("resnet50", "bert", "gpt2", "llama", "vit"),
 }
-TARGETS = {"cpu": 1.10, "cuda": 1.25}
-TRAIN_MODELS = {"cpu": ("nanogpt_block", "resnet18"), "cuda": ("resnet50", "gpt2")}
-TRAIN_TARGETS = {"cpu": 1.15, "cuda": 1.25}
+RUNS = {  # (training?, --amp?, device): the models timed, and ours / torch.compile's target
+    (False, False, "cpu"): (("resnet18", "bert", "gpt2", "nanogpt_block"), 1.10),
+    (False, False, "cuda"): (("resnet50", "bert", "gpt2", "nanogpt_block"), 1.25),
+    (True, False, "cpu"): (("nanogpt_block", "resnet18"), 1.15),
+    (True, False, "cuda"): (("resnet50", "gpt2"), 1.25),
+    (False, True, "cpu"): (AMP_MODELS["cpu"], 1.10),
+    (False, True, "cuda"): (AMP_MODELS["cuda"], 1.00),
+    (True, True, "cpu"): (AMP_MODELS["cpu"], 1.10),
+    (True, True, "cuda"): (AMP_MODELS["cuda"], 1.05),
+}
+# Under autocast, compiled results are compared with eager's under the same autocast, to
+# this tolerance relative to the largest element of each output or gradient (and as rtol).
+# A fused kernel may keep in float32 a value eager rounds to 16 bits only where both give
+# one rounding of the same value, and the matmuls' sums may run in another order (cuBLAS
+# and Triton tile them differently): each such step moves a result by up to an ulp of its
+# own size, and a model stacks many. torch.testing's own defaults allow 2 ulps of one op
+# (rtol 1.6e-2 for bfloat16, 1e-3 for float16); a model's output is allowed about 4 ulps
+# of its scale (bfloat16's ulp at 1.0 is 2**-7, float16's 2**-10), and torch.compile's own
+# results must pass the same check, so that a failure of ours means a rounding eager does
+# not make, not a tolerance too tight.
+AMP_TOLERANCE = {torch.bfloat16: 3e-2, torch.float16: 4e-3}
+AMP_DTYPES = {"bfloat16": torch.bfloat16, "float16": torch.float16}
 # A gradient's tolerance, relative to its largest element: ResNet's batch norms divide by
 # batch statistics, so each order of the sums moves its first layers' gradients a little
 # (tests/zoo/test_zoo_training.py says how much).
@@ -131,6 +170,29 @@ def systems(model, modes: list[str], device, copies: bool) -> tuple[dict, dict]:
     return found, made
 
 
+def autocast(options, device):
+    """The autocast every system's calls run under: `--amp`'s, or none."""
+    if not options.amp:
+        return contextlib.nullcontext()
+    return torch.autocast(device.type, dtype=AMP_DTYPES[options.amp_dtype])
+
+
+def graph_counts(model, args) -> dict:
+    """The graphs and graph breaks torch.compile and ours make of `model` in the caller's
+    autocast and grad mode. Both explains compile afresh with the eager backend (torch's
+    resets Dynamo: call it after timing)."""
+    theirs = torch._dynamo.explain(model)(*args)
+    ours = stage4_fx.explain(model)(*args)
+    torch._dynamo.reset()
+    return {
+        "graphs_torch_compile": theirs.graph_count,
+        "breaks_torch_compile": theirs.graph_break_count,
+        "graphs_ours": ours.graph_count,
+        "breaks_ours": ours.graph_break_count,
+        "break_reasons_ours": [str(b).splitlines()[0] for b in ours.break_reasons],
+    }
+
+
 def module_of(fn) -> torch.nn.Module:
     """The model a system runs: itself (eager), or what it compiled."""
     return getattr(fn, "_orig_mod", fn)
@@ -144,6 +206,10 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--json", metavar="PATH", help="also write the results to PATH")
     parser.add_argument("--train", action="store_true", help="time a training step instead")
+    parser.add_argument("--amp", action="store_true", help="every call under torch.autocast")
+    parser.add_argument("--amp-dtype", default="bfloat16", choices=tuple(AMP_DTYPES))
+    parser.add_argument("--batch", type=int, help="batch size (default: the zoo's)")
+    parser.add_argument("--seq", type=int, help="text models' sequence length (the zoo's)")
     parser.add_argument(
         "--modes", default="default",
         help="comma-separated torch.compile modes, each timed for torch.compile and ours "
@@ -157,56 +223,90 @@ def main() -> int:
         return 0
     if options.train:
         return train(options, device)
-    limit = TARGETS[device.type]
-    print(f"models ({options.size}) on {device.type}, torch {torch.__version__}")
+    names, limit = RUNS[False, options.amp, device.type]
+    print(f"models ({describe(options)}) on {device.type}, torch {torch.__version__}")
     header = ["eager ms", "compile ms", "ours ms", "ours/compile", "eager/ours"]
-    print("model".ljust(16) + "".join(h.rjust(14) for h in header) + "   kernels externs in-torch")
+    print(
+        "model".ljust(16) + "".join(h.rjust(14) for h in header)
+        + "   kernels externs in-torch  graphs/breaks torch.compile, ours"
+    )  # fmt: skip
     rows, targets, reasons = [], [], {}
-    for name in (options.models or ",".join(MODELS[device.type])).split(","):
-        torch.manual_seed(0)
-        model, args = ZOO[name](options.size)
-        model = model.to(device).eval()
-        args = [a.to(device) if isinstance(a, torch.Tensor) else a for a in args]
+    for name in options.models.split(",") if options.models else names:
+        model, args = built(name, options, device)
+        model.eval()
         stage4_fx.reset()
         torch._dynamo.reset()
         candidates, made = systems(model, options.modes, device, copies=False)
-        with torch.no_grad():
+        with torch.no_grad(), autocast(options, device):
             expected = tensors_of(model(*args))
             for label, fn in candidates.items():  # compiles, and checks against eager
                 for _ in range(3):  # reduce-overhead: the third call is the first replay
                     found = tensors_of(fn(*args))
-                for a, e in zip(found, expected, strict=True):
-                    torch.testing.assert_close(
-                        a,
-                        e,
-                        atol=1e-3,
-                        rtol=1e-3,
-                        msg=lambda m, lb=f"{name}, {label}": f"{lb}: {m}",
-                    )
+                for i, (a, e) in enumerate(zip(found, expected, strict=True)):
+                    close(a, e, f"{name}, {label}, output {i}", options, 1e-3, 1e-3)
             best = best_of(candidates, args, device, options.rounds)
-        lines, met, reasons[name] = model_results(name, options, best, made, None, limit, device)
+            graphs = graph_counts(model, args)
+        lines, met, reasons[name] = model_results(
+            name, options, best, made, None, limit, device, graphs
+        )
         rows += lines
         targets += met
-    what = f"models ({options.size}), inference under no_grad, best of {options.rounds} rounds"
-    what += f", modes {', '.join(options.modes)}"
+    what = f"models ({describe(options)}), inference under no_grad, best of {options.rounds} "
+    what += f"rounds, modes {', '.join(options.modes)}"
     finish(options, device, "benchmarks/bench_models.py", what, rows, targets, reasons)
     return 0
 
 
-def model_results(name: str, options, best: dict, made: dict, saved, limit, device):
+def describe(options) -> str:
+    """The run's size, batch and sequence length where given, and autocast: `base, batch 8,
+    seq 128, bfloat16 autocast`."""
+    parts = [options.size]
+    parts += [f"{key} {value}" for key in ("batch", "seq") if (value := getattr(options, key))]
+    parts += [f"{options.amp_dtype} autocast"] if options.amp else []
+    return ", ".join(parts)
+
+
+def built(name: str, options, device):
+    """The zoo's model `name` and its arguments on `device`, from seed 0."""
+    torch.manual_seed(0)
+    model, args = ZOO[name](options.size, batch=options.batch, seq=options.seq)
+    args = [a.to(device) if isinstance(a, torch.Tensor) else a for a in args]
+    return model.to(device), args
+
+
+def close(found, expected, what: str, options, rtol: float, atol: float):
+    """`found` against eager's `expected`; under `--amp`, to AMP_TOLERANCE relative to the
+    largest element of `expected` instead (the comment above it says why)."""
+    if options.amp:
+        rtol = AMP_TOLERANCE[AMP_DTYPES[options.amp_dtype]]
+        atol = rtol * expected.abs().max().item() if expected.numel() else 0.0
+    torch.testing.assert_close(found, expected, rtol=rtol, atol=atol, msg=lambda m: f"{what}: {m}")
+
+
+def model_results(name: str, options, best: dict, made: dict, saved, limit, device, graphs):
     """One model's rows (one per mode, printed), its targets, and why some of its graphs
-    ran in torch or some calls did not replay."""
+    ran in torch, some calls did not replay, or ours broke its graph."""
     summaries = {mode: kernel_summary(made[mode]) for mode in options.modes}
     why = [r for s in summaries.values() for r in s["in_torch"] + s["no_replay"]]
+    why += [f"ours broke the graph: {reason}" for reason in graphs.pop("break_reasons_ours")]
     rows, targets = [], []
     for mode in options.modes:
-        row, ratio, times = table_row(name, mode, best, summaries[mode], saved)
+        row, ratio, times = table_row(name, mode, best, summaries[mode], saved, graphs)
         rows.append(row)
         targets += model_targets(row["workload"], ratio, limit, times, device)
+    targets.append(graph_target(name, graphs))
     return rows, targets, why
 
 
-def table_row(name: str, mode: str, best: dict, summary: dict, saved: dict | None):
+def graph_target(name: str, graphs: dict):
+    """Ours makes no more graphs and no more breaks of the model than torch.compile."""
+    text = f"{name}: ours' graphs and breaks <= torch.compile's "
+    text += f"({graphs['graphs_torch_compile']} and {graphs['breaks_torch_compile']})"
+    met = graphs["graphs_ours"] <= graphs["graphs_torch_compile"]
+    return report.target(text, met and graphs["breaks_ours"] <= graphs["breaks_torch_compile"])
+
+
+def table_row(name: str, mode: str, best: dict, summary: dict, saved, graphs: dict):
     """Print one model's line for one mode; return its record, ratio and times."""
     suffix = "" if mode == "default" else f"[{mode}]"
     label = name if mode == "default" else f"{name} ({mode})"
@@ -224,10 +324,13 @@ def table_row(name: str, mode: str, best: dict, summary: dict, saved: dict | Non
     print(label.ljust(16) + "".join(c.rjust(14) for c in cells), end="")
     if saved is not None:
         print(f"   {saved['ours'] / saved['eager']:16.2f}", end="")
-    print(f" {summary['kernels']:7d} {summary['externs']:7d} {len(summary['in_torch']):8d}")
+    print(f" {summary['kernels']:7d} {summary['externs']:7d} {len(summary['in_torch']):8d}", end="")
+    counts = [graphs[k] for k in ("graphs_torch_compile", "breaks_torch_compile")]
+    counts += [graphs[k] for k in ("graphs_ours", "breaks_ours")]
+    print("  {}/{}, {}/{}".format(*counts))
     row = report.row(
         label, *(t * 1e3 for t in ms), kernels=summary["kernels"], externs=summary["externs"],
-        graphs_in_torch=len(summary["in_torch"]), **more,
+        graphs_in_torch=len(summary["in_torch"]), **graphs, **more,
     )  # fmt: skip
     return row, ratio, times
 
@@ -235,16 +338,33 @@ def table_row(name: str, mode: str, best: dict, summary: dict, saved: dict | Non
 # --- training ------------------------------------------------------------------------------
 
 
-def training_step(model, fn):
-    """One step of `model` through `fn` (the model, or a compiled model): forward, loss,
-    backward, SGD. Returns the loss and the gradients, before the SGD step."""
+def training_step(model, fn, options, device):
+    """One step of `model` through `fn` (the model, or a compiled model): forward and loss
+    (under `--amp`'s autocast), backward, SGD (through a GradScaler for float16, as torch's
+    AMP recipe does; with bfloat16 or no autocast, one that does nothing). Returns the loss
+    and the gradients (unscaled), before the SGD step.
+
+    The loss is the first output's squares times fixed random weights in [0.5, 1.5),
+    averaged: a sum of positive terms, so that it has no cancellation for a relative check,
+    and not the plain mean square: BERT's first output leaves a layer norm with unit
+    weights, whose mean square is a constant, so every gradient before it would be rounding
+    noise."""
     sgd = torch.optim.SGD(model.parameters(), lr=1e-4)
+    scaler = torch.amp.GradScaler(device.type, enabled=options.amp_dtype == "float16")
+    weights = []  # made at the first call, when the output's shape is known
 
     def step(*args):
-        loss = tensors_of(fn(*args))[0].float().square().mean()
-        loss.backward()
+        with autocast(options, device):
+            output = tensors_of(fn(*args))[0].float()
+            if not weights:
+                seeded = torch.Generator(device).manual_seed(1)
+                weights.append(torch.rand(output.shape, generator=seeded, device=device) + 0.5)
+            loss = (output.square() * weights[0]).mean()
+        scaler.scale(loss).backward()
+        scaler.unscale_(sgd)
         grads = [p.grad for p in model.parameters()]
-        sgd.step()
+        scaler.step(sgd)
+        scaler.update()
         sgd.zero_grad()
         return loss, grads
 
@@ -267,19 +387,21 @@ def saved_activation_bytes(fn, args, model) -> int:
     return sum(storages.values())
 
 
-def check_step(name: str, label: str, found, expected):
-    """A first step's loss and gradients against eager's."""
+def check_step(name: str, label: str, found, expected, options):
+    """A step's loss and gradients against eager's."""
     tolerance = GRAD_TOLERANCE.get(name, 1e-3)
     (loss, grads), (eager_loss, eager_grads) = found, expected
-    torch.testing.assert_close(loss, eager_loss, atol=1e-3, rtol=1e-3)
+    close(loss, eager_loss, f"{name}, {label}, loss", options, 1e-3, 1e-3)
     if eager_loss.is_cuda and torch.backends.cudnn.allow_tf32:
         tolerance = max(tolerance, TF32_TOLERANCE)
     for i, (g, e) in enumerate(zip(grads, eager_grads, strict=True)):
+        if e is None or g is None:  # a parameter the loss does not reach (BERT's pooler):
+            # eager leaves its gradient None, torch.compile's backward may give zeros
+            unreached = all(t is None or not t.any() for t in (g, e))
+            assert unreached, f"{name}, {label}, gradient {i}: one is None, the other not 0"
+            continue
         scale = max(e.abs().max().item(), 1.0)
-        torch.testing.assert_close(
-            g, e, rtol=tolerance, atol=tolerance * scale,
-            msg=lambda m, lb=f"{name}, {label}, gradient {i}": f"{lb}: {m}",
-        )  # fmt: skip
+        close(g, e, f"{name}, {label}, gradient {i}", options, tolerance, tolerance * scale)
 
 
 def model_targets(name: str, ratio: float, limit: float, best: dict, device) -> list:
@@ -310,43 +432,50 @@ def finish(options, device, benchmark: str, what: str, rows, targets, reasons):
 
 def train(options, device) -> int:
     """The training table: a step of each model, eager vs torch.compile vs ours."""
-    limit = TRAIN_TARGETS[device.type]
-    print(f"training step of models ({options.size}) on {device.type}, torch {torch.__version__}")
+    names, limit = RUNS[True, options.amp, device.type]
+    print(
+        f"training step of models ({describe(options)}) on {device.type}, torch {torch.__version__}"
+    )
     header = ["eager ms", "compile ms", "ours ms", "ours/compile", "eager/ours", "saved MB e/o"]
     print(
         "model".ljust(16)
         + "".join(h.rjust(14) for h in header)
-        + "   saved ours/eager kernels externs in-torch"
+        + "   saved ours/eager kernels externs in-torch  graphs/breaks torch.compile, ours"
     )
     rows, targets, reasons = [], [], {}
-    for name in (options.models or ",".join(TRAIN_MODELS[device.type])).split(","):
-        torch.manual_seed(0)
-        model, args = ZOO[name](options.size)
-        model = model.to(device).train()
+    for name in options.models.split(",") if options.models else names:
+        model, args = built(name, options, device)
+        model.train()
         for module in model.modules():
             if isinstance(module, torch.nn.Dropout):
                 module.p = 0.0
-        args = [a.to(device) if isinstance(a, torch.Tensor) else a for a in args]
         stage4_fx.reset()
         torch._dynamo.reset()
         fns, made = systems(model, options.modes, device, copies=True)
-        steps = {label: training_step(module_of(fn), fn) for label, fn in fns.items()}
-        ours = next(label for label in fns if label.startswith("ours"))  # the first mode's
-        saved = {
-            label: saved_activation_bytes(fns[key], args, module_of(fns[key]))
-            for label, key in (("eager", "eager"), ("ours", ours))
+        steps = {
+            label: training_step(module_of(fn), fn, options, device) for label, fn in fns.items()
         }
+        ours = next(label for label in fns if label.startswith("ours"))  # the first mode's
+        with autocast(options, device):
+            saved = {
+                label: saved_activation_bytes(fns[key], args, module_of(fns[key]))
+                for label, key in (("eager", "eager"), ("ours", ours))
+            }
         # From the same weights, three steps each: the first compiles, a recompile happens
         # by the second, and with reduce-overhead the second records and the third replays.
         expected = [steps["eager"](*args) for _ in range(CHECKED_STEPS)]
         for label in list(steps)[1:]:
             for k, eager_step in enumerate(expected, 1):
-                check_step(name, f"{label}, step {k}", steps[label](*args), eager_step)
+                check_step(name, f"{label}, step {k}", steps[label](*args), eager_step, options)
         best = best_of(steps, args, device, options.rounds)
-        lines, met, reasons[name] = model_results(name, options, best, made, saved, limit, device)
+        with autocast(options, device):
+            graphs = graph_counts(module_of(fns["eager"]), args)
+        lines, met, reasons[name] = model_results(
+            name, options, best, made, saved, limit, device, graphs
+        )
         rows += lines
         targets += met
-    what = f"models ({options.size}), a training step (forward, loss, backward, SGD), "
+    what = f"models ({describe(options)}), a training step (forward, loss, backward, SGD), "
     what += f"best of {options.rounds} rounds, modes {', '.join(options.modes)}"
     finish(options, device, "benchmarks/bench_models.py --train", what, rows, targets, reasons)
     return 0

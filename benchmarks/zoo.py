@@ -10,7 +10,13 @@ benchmark, `"base"` for the GPU one.
 * `transformer_encoder_layer`: `nn.TransformerEncoderLayer`.
 * `nanogpt_block`: one block of Karpathy's nanoGPT, with `F.scaled_dot_product_attention`
   or with the causal softmax written by hand.
-* `bert`, `gpt2`, `vit`: Hugging Face `transformers` models from small configs.
+* `bert`, `gpt2`, `vit`, `llama`: Hugging Face `transformers` models from small configs;
+  at `"base"`, BERT-base, GPT-2 (124M) and ViT-B/16 widths, depths and heads (vocabularies
+  stay small), and the issue's Llama-style model (RoPE, RMSNorm, GQA, SwiGLU; 8 layers,
+  1024 wide).
+
+Every entry takes `batch=` (and the text models `seq=`) in place of the size's, so that
+one width can be timed where launch overhead shows (batch 8, seq 128) and where it does not.
 """
 
 import math
@@ -40,6 +46,19 @@ SIZES = {  # width, depth, batch, sequence length (or image side)
     "small": (256, 4, 8, 128),
     "base": (768, 12, 16, 512),
 }
+
+
+def shape(size: str, batch: int | None = None, seq: int | None = None) -> tuple:
+    """The size's width, depth, batch and sequence length, with the caller's batch and
+    sequence length in place of the size's where given."""
+    width, depth, size_batch, size_seq = SIZES[size]
+    return width, depth, batch or size_batch, seq or size_seq
+
+
+def heads(width: int) -> int:
+    """Attention heads of 64 channels, as BERT-base, GPT-2 and ViT-B/16 have (12 at 768);
+    4 for the narrower sizes, as before."""
+    return max(4, width // 64)
 
 
 # --- ResNet-18, as torchvision writes it ------------------------------------------------------
@@ -137,20 +156,20 @@ class ResNet(nn.Module):
 IMAGES = {"tiny": (2, 32), "small": (8, 256), "base": (32, 224)}  # batch, image side
 
 
-def resnet18(size="tiny"):
-    return _resnet(size, (2, 2, 2, 2), BasicBlock)
+def resnet18(size="tiny", batch=None, seq=None):
+    return _resnet(size, (2, 2, 2, 2), BasicBlock, batch)
 
 
-def resnet50(size="tiny"):
-    return _resnet(size, (3, 4, 6, 3), Bottleneck)
+def resnet50(size="tiny", batch=None, seq=None):
+    return _resnet(size, (3, 4, 6, 3), Bottleneck, batch)
 
 
-def _resnet(size, layers, block):
+def _resnet(size, layers, block, batch):
     tiny = size == "tiny"
     model = ResNet(layers, 10 if tiny else 1000, 16 if tiny else 64, block)
     _randomize_batch_norm(model)
-    batch, side = IMAGES[size]
-    return model.eval(), (torch.randn(batch, 3, side, side),)
+    size_batch, side = IMAGES[size]
+    return model.eval(), (torch.randn(batch or size_batch, 3, side, side),)
 
 
 def _randomize_batch_norm(model):
@@ -166,9 +185,11 @@ def _randomize_batch_norm(model):
 # --- nn.TransformerEncoderLayer ----------------------------------------------------------------
 
 
-def transformer_encoder_layer(size="tiny"):
-    width, _, batch, seq = SIZES[size]
-    layer = nn.TransformerEncoderLayer(width, 4, width * 4, dropout=0.1, batch_first=True)
+def transformer_encoder_layer(size="tiny", batch=None, seq=None):
+    width, _, batch, seq = shape(size, batch, seq)
+    layer = nn.TransformerEncoderLayer(
+        width, heads(width), width * 4, dropout=0.1, batch_first=True
+    )
     return layer.eval(), (torch.randn(batch, seq, width),)
 
 
@@ -231,49 +252,76 @@ class Block(nn.Module):
         return x
 
 
-def nanogpt_block(size="tiny", sdpa=True):
-    width, _, batch, seq = SIZES[size]
-    return Block(width, 4, seq, sdpa).eval(), (torch.randn(batch, seq, width),)
+def nanogpt_block(size="tiny", batch=None, seq=None, sdpa=True):
+    width, _, batch, seq = shape(size, batch, seq)
+    return Block(width, heads(width), seq, sdpa).eval(), (torch.randn(batch, seq, width),)
 
 
-def nanogpt_block_handwritten(size="tiny"):
-    return nanogpt_block(size, sdpa=False)
+def nanogpt_block_handwritten(size="tiny", batch=None, seq=None):
+    return nanogpt_block(size, batch, seq, sdpa=False)
 
 
 # --- Hugging Face transformers -----------------------------------------------------------------
 
 
-def bert(size="tiny"):
+def bert(size="tiny", batch=None, seq=None):
     from transformers import BertConfig, BertModel
 
-    width, depth, batch, seq = SIZES[size]
+    width, depth, batch, seq = shape(size, batch, seq)
     config = BertConfig(
-        vocab_size=1000, hidden_size=width, num_hidden_layers=depth, num_attention_heads=4,
+        vocab_size=1000, hidden_size=width, num_hidden_layers=depth,
+        num_attention_heads=heads(width),
         intermediate_size=width * 4, max_position_embeddings=seq,
     )  # fmt: skip
     return BertModel(config).eval(), (torch.randint(0, 1000, (batch, seq)),)
 
 
-def gpt2(size="tiny"):
+def gpt2(size="tiny", batch=None, seq=None):
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    width, depth, batch, seq = SIZES[size]
+    width, depth, batch, seq = shape(size, batch, seq)
     config = GPT2Config(
-        vocab_size=1000, n_embd=width, n_layer=depth, n_head=4, n_positions=seq,
+        vocab_size=1000, n_embd=width, n_layer=depth, n_head=heads(width), n_positions=seq,
         bos_token_id=0, eos_token_id=0,
     )  # fmt: skip
     return GPT2LMHeadModel(config).eval(), (torch.randint(0, 1000, (batch, seq)),)
 
 
-def vit(size="tiny"):
+VIT_IMAGES = {"tiny": (32, 8), "small": (224, 16), "base": (224, 16)}  # side, patch side
+
+
+def vit(size="tiny", batch=None, seq=None):
+    """ViT-B/16 at `"base"`: 224-pixel images in 16x16 patches, 768 wide, 12 layers, 12 heads."""
     from transformers import ViTConfig, ViTModel
 
-    width, depth, batch, side = SIZES[size]
+    width, depth, batch, _ = shape(size, batch)
+    side, patch = VIT_IMAGES[size]
     config = ViTConfig(
-        image_size=side * 2, patch_size=8, hidden_size=width, num_hidden_layers=depth,
-        num_attention_heads=4, intermediate_size=width * 4,
+        image_size=side, patch_size=patch, hidden_size=width, num_hidden_layers=depth,
+        num_attention_heads=heads(width), intermediate_size=width * 4,
     )  # fmt: skip
-    return ViTModel(config).eval(), (torch.randn(batch, 3, side * 2, side * 2),)
+    return ViTModel(config).eval(), (torch.randn(batch, 3, side, side),)
+
+
+LLAMA_BASE = (1024, 8)  # width, depth: the Llama-style model the mixed-precision issue timed
+
+
+def llama(size="tiny", batch=None, seq=None):
+    """A Llama: rotary position embeddings, RMSNorm, grouped-query attention (a quarter as
+    many key/value heads as query heads) and a SwiGLU MLP (8/3 of the width, in 64s)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    width, depth, batch, seq = shape(size, batch, seq)
+    if size == "base":
+        width, depth = LLAMA_BASE
+    n_heads = heads(width)
+    config = LlamaConfig(
+        vocab_size=1000, hidden_size=width, intermediate_size=64 * math.ceil(width * 8 / 3 / 64),
+        num_hidden_layers=depth, num_attention_heads=n_heads,
+        num_key_value_heads=max(1, n_heads // 4), max_position_embeddings=seq,
+        bos_token_id=0, eos_token_id=0, pad_token_id=0,
+    )  # fmt: skip
+    return LlamaForCausalLM(config).eval(), (torch.randint(0, 1000, (batch, seq)),)
 
 
 ZOO = {
@@ -285,4 +333,5 @@ ZOO = {
     "bert": bert,
     "gpt2": gpt2,
     "vit": vit,
+    "llama": llama,
 }
