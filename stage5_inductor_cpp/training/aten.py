@@ -21,12 +21,20 @@ from torch._decomp import core_aten_decompositions, get_decompositions
 aten = torch.ops.aten
 
 # Torch's "core ATen" decompositions (torch/_decomp), as inductor's table starts from, plus
-# the norms, whose decompositions are pointwise ops and reductions that fuse. Not CPU flash
+# the norms, whose decompositions are pointwise ops and reductions that fuse (an inference
+# graph under autocast meets eval-mode batch norm, `_no_training`, here). Not CPU flash
 # attention's: its backward, not decomposed, reads the forward's logsumexp, which the
 # decomposed forward computes otherwise (the gradients came out wrong).
 DECOMPOSITIONS = {
     **core_aten_decompositions(),
-    **get_decompositions([aten.native_layer_norm, aten._native_batch_norm_legit_functional]),
+    **get_decompositions(
+        [
+            aten.native_layer_norm,
+            aten._native_batch_norm_legit_functional,
+            aten._native_batch_norm_legit_no_training,
+            aten._native_batch_norm_legit,
+        ]
+    ),
 }
 del DECOMPOSITIONS[aten._scaled_dot_product_flash_attention_for_cpu.default]
 
