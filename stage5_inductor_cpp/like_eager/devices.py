@@ -2,6 +2,8 @@
 reject, mixing devices), or a call that moves a tensor off it (`x.cuda()` in a graph of CPU
 tensors), runs the graph in torch, whose answer is eager's."""
 
+import functools
+
 import torch
 
 from ..lowering import EagerOnly
@@ -10,11 +12,16 @@ from .meta_run import tensors_in
 
 def kernel_device(gm, example_inputs) -> torch.device:
     """The device the kernels run on: the inputs' tensors', or, for a graph whose tensors are
-    all made inside it (`torch.arange(n, device="cuda")`), the first device a call names."""
+    all made inside it, the device of its first tensor constant or the first device a call
+    names (`torch.arange(n, device="cuda")`)."""
     tensors = [a for a in example_inputs if isinstance(a, torch.Tensor)]
     if tensors:
         return tensors[0].device
     for node in gm.graph.nodes:
+        if node.op == "get_attr":
+            value = functools.reduce(getattr, node.target.split("."), gm)
+            if isinstance(value, torch.Tensor):
+                return value.device
         if node.op in ("call_function", "call_method"):
             named = named_device(node.target if node.op == "call_method" else "", [], node.kwargs)
             if named is not None:  # `cuda` alone is the current one, as a factory makes it
