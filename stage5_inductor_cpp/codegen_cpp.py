@@ -20,7 +20,7 @@ import torch
 
 from .ir import Printer
 from .kernel_writer import REDUCTION_STARTS, KernelWriter, OpOverrides, Value
-from .like_eager import arg_reductions
+from .like_eager import arg_reductions, bfloat16
 from .performance import outer_reductions, parallel_loops, stash
 from .scheduler import FusedKernel, SchedulerNode
 from .symbolic.sizes import text
@@ -29,7 +29,7 @@ CTYPES = {
     torch.float32: "float",
     torch.float64: "double",
     torch.float16: "_Float16",  # IEEE half, a type of C (and of g++'s C++) since GCC 12
-    torch.bfloat16: "bfloat16",  # the PRELUDE's: g++ 12's __bf16 has no arithmetic
+    torch.bfloat16: "float",  # in registers: a float that holds its value (like_eager/bfloat16.py)
     torch.int64: "int64_t",
     torch.int32: "int32_t",
     torch.int16: "int16_t",
@@ -77,7 +77,7 @@ class CppOverrides(OpOverrides):
 
     @classmethod
     def through_float32(cls, text: str, dtype, shape) -> str:
-        return f"static_cast<{cls.ctype(dtype)}>({text})"
+        return bfloat16.declared(dtype, f"static_cast<{cls.ctype(dtype)}>({text})")
 
     @staticmethod
     def integer(value, dtype, shape) -> str:
@@ -153,7 +153,7 @@ class CppKernel(KernelWriter):
     # ------------------------------------------------------------------ the ops handler
 
     def declare(self, name: Value, expr: str) -> str:
-        return f"{self.overrides.ctype(name.dtype)} {name} = {expr};"
+        return f"{self.overrides.ctype(name.dtype)} {name} = {bfloat16.declared(name.dtype, expr)};"
 
     def facts(self, op: str, *args) -> dict:
         keys = [a.key if isinstance(a, Value) else a for a in args]
@@ -170,7 +170,8 @@ class CppKernel(KernelWriter):
         return Value(value, value.dtype, key=self.keys.load(name, index))
 
     def read(self, name: str, index) -> Value:
-        return self.emit(f"{name}[{index}]", self.dtypes[name], **self.facts("load", name, index))
+        expr = bfloat16.loaded(self.dtypes[name], f"{name}[{index}]")
+        return self.emit(expr, self.dtypes[name], **self.facts("load", name, index))
 
     def constant(self, value, dtype) -> Value:
         text = self.overrides.constant(value, dtype)
@@ -203,6 +204,7 @@ class CppKernel(KernelWriter):
         super().define(node, value)
 
     def store(self, node: SchedulerNode, value: Value):
+        value = bfloat16.stored(node.buffer.layout.dtype, value)
         self.lines.append(f"{node.name}[{node.store_index(self.n)}] = {value};")
 
     def pointwise_loop(self, nodes: list[SchedulerNode], simd: bool):
@@ -277,7 +279,8 @@ class CppKernel(KernelWriter):
         params = []
         for name, mode in self.args.items():
             const = "const " if mode == "in" else ""
-            params.append(f"{const}{self.overrides.ctype(self.dtypes[name])}* __restrict__ {name}")
+            t = bfloat16.memory_type(self.dtypes[name], self.overrides.ctype(self.dtypes[name]))
+            params.append(f"{const}{t}* __restrict__ {name}")
         for name in self.size_args():
             self.args[name] = "size"
             params.append(f"const int64_t {name}")

@@ -18,25 +18,20 @@ MINIDYNAMO_SIMD(tanh) MINIDYNAMO_SIMD(erf) MINIDYNAMO_SIMD(tan) MINIDYNAMO_SIMD(
 MINIDYNAMO_SIMD(log1p) MINIDYNAMO_SIMD(expm1) MINIDYNAMO_SIMD(log2)
 #endif
 
-// torch.bfloat16: the upper half of a float32's bits. The kernels only load, convert and
-// store it (they compute in float); float -> bfloat16 rounds to nearest even and makes
-// NaN 0x7FC0, as c10::BFloat16's round_to_nearest_even.
-struct bfloat16 {
-    uint16_t bits;
-    bfloat16() = default;
-    bfloat16(float value) {
-        uint32_t u;
-        std::memcpy(&u, &value, sizeof u);
-        uint32_t rounded = (u + 0x7FFF + ((u >> 16) & 1)) >> 16;
-        bits = value != value ? 0x7FC0 : static_cast<uint16_t>(rounded);
-    }
-    operator float() const {
-        uint32_t u = static_cast<uint32_t>(bits) << 16;
-        float value;
-        std::memcpy(&value, &u, sizeof value);
-        return value;
-    }
-};
+// torch.bfloat16: the upper half of a float32's bits. In memory a kernel keeps those bits
+// (uint16_t); in registers, a float that holds a bfloat16's value: each value of that dtype
+// is rounded on its way in (round_to_bfloat16), to nearest even as c10::BFloat16's
+// round_to_nearest_even, NaN made 0x7FC0. Plain integers and floats, so that OpenMP's
+// `simd` vectorises the loops (a struct with conversion operators kept them scalar).
+inline float bfloat16_to_float(uint16_t bits) {
+    return __builtin_bit_cast(float, static_cast<uint32_t>(bits) << 16);
+}
+inline uint16_t float_to_bfloat16(float value) {
+    uint32_t u = __builtin_bit_cast(uint32_t, value);
+    uint32_t rounded = (u + 0x7FFF + ((u >> 16) & 1)) >> 16;
+    return static_cast<uint16_t>(value != value ? 0x7FC0u : rounded);
+}
+inline float round_to_bfloat16(float value) { return bfloat16_to_float(float_to_bfloat16(value)); }
 
 // torch.maximum/minimum propagate NaN; std::max does not.
 template <typename T> inline T max_propagate_nan(T a, T b) {

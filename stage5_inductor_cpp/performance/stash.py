@@ -20,6 +20,7 @@ import re
 from stage1_eval_frame.logs import get_logger
 
 from ..ir import Printer
+from ..like_eager import bfloat16
 from ..like_eager.functionalize import WriteBack
 from ..scheduler import FusedKernel, SchedulerNode
 
@@ -113,8 +114,9 @@ def store(writer, node: SchedulerNode, value, body: list[str]):
     target = next(n for n in writer.kernel.nodes if n.name == writer.stashes[node.name])
     place = f"{target.name}[{target.store_index(writer.n)}]"
     writer.args[target.name] = "out"
-    body.append(f"{place} = {value};  // read back by {target.name}'s loop")
-    writer.stashed[target.name] = (value.key, place)
+    dtype = writer.dtypes[target.name]  # in memory as bfloat16 keeps it (like_eager/bfloat16.py)
+    body.append(f"{place} = {bfloat16.stored(dtype, value)};  // read back by {target.name}'s loop")
+    writer.stashed[target.name] = (value.key, bfloat16.loaded(dtype, place))
 
 
 def without_unused_temporaries(lines: list[str]) -> list[str]:
