@@ -120,7 +120,7 @@ class CppOverrides(OpOverrides):
             # C++ leaves a negative float to unsigned undefined; c10 goes through int64
             # (c10/util/TypeCast.h), so -1.0 is 255, as in torch.
             return f"static_cast<uint8_t>(static_cast<int64_t>({x}))"
-        return f"static_cast<{cls.ctype(dtype)}>({x})"
+        return bfloat16.declared(dtype, f"static_cast<{cls.ctype(dtype)}>({x})")
 
 
 # reduction type -> (OpenMP reduction operator, update of `acc` by `v`)

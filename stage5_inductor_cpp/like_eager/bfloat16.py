@@ -34,7 +34,16 @@ def stored(dtype: torch.dtype, value) -> str:
 
 
 def declared(dtype: torch.dtype, expr: str) -> str:
-    """A register's value: rounded to the dtype, unless it was just loaded (exact already)."""
-    if dtype not in FORMATS or expr.startswith(FORMATS[dtype][1].split("{")[0]):
+    """A value of the dtype: rounded to it, unless it is a load or a rounding already. A cast
+    is rounded in its own text too (`CppOverrides.to_dtype`): the writer shares temporaries
+    by their text, and `x.to(bfloat16)` must not read as `x.to(float32)`."""
+    if dtype not in FORMATS or expr.startswith(EXACT[dtype]):
         return expr
     return FORMATS[dtype][3].format(expr)
+
+
+# The calls whose results are a dtype's values already: its loads and its roundings.
+EXACT = {
+    dtype: tuple(f.split("{")[0] for f in (load, rounded))
+    for dtype, (_, load, _, rounded) in FORMATS.items()
+}

@@ -263,3 +263,25 @@ def test_activations_of_half_floats_take_their_constants_in_float(fn, dtype):
 def test_softmax_computes_in_the_dtype_asked_however_it_is_asked(fn):
     """torch casts to `dtype` first and computes there: in double, not in float then cast."""
     check_lowered(fn, torch.randn(3, 5) * 30, rtol=1e-12, atol=0)
+
+
+def test_a_cast_to_bfloat16_is_not_shared_with_a_cast_to_float32():
+    """The kernel writer shares temporaries by their text, and a bfloat16 value lives in a
+    float register: `x.bfloat16()` must not read as `x.float()` (257 rounds to 256 in
+    bfloat16, and stayed 257 when the two casts shared one temporary)."""
+
+    def fn(x):
+        return x.float() * 1, x.bfloat16().float() * 1
+
+    check_lowered(fn, torch.tensor([257.0, 1 / 3, -2.5e38, 3e38], dtype=torch.float64))
+
+
+def test_bfloat16_kernels_use_plain_types_that_vectorise():
+    """A bfloat16 buffer is its bits (`uint16_t`) and a register a float: a struct with
+    conversion operators kept every bfloat16 loop scalar under `omp simd` (GCC does not
+    vectorise a loop whose temporaries are structs), ten times slower than eager."""
+    x = torch.randn(64, 64, dtype=torch.bfloat16)
+    compiled = check_lowered(lambda a: F.gelu(a) * 2 + 1, x)
+    source = compiled.last.source.split('extern "C"', 1)[1]
+    assert "uint16_t* __restrict__" in source and "bfloat16 tmp" not in source
+    assert "float tmp" in source and "round_to_bfloat16" in source
