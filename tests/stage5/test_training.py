@@ -316,3 +316,25 @@ def test_a_traced_graph_run_in_torch_gets_its_inputs_in_the_traced_strides():
     with pytest.raises(RuntimeError, match="view"):
         gm(image)
     torch.testing.assert_close(runs_in_torch(gm, "a reason").call([image]), image.reshape(-1) * 2)
+
+
+def test_a_convolution_flattened_into_a_linear_layer_trains_in_our_kernels():
+    """The ATen trace views the convolution's output as the fake tensors lay it out
+    (contiguous); the CPU's convolution of one channel returns it channels-last, where no
+    view of it exists. A view in a functional graph is a reshape (training/aten.py): the
+    graph ran in torch before ("view size is not compatible")."""
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(1, 4, 3, padding=1), torch.nn.ReLU(), torch.nn.Flatten(),
+        torch.nn.Linear(144, 4),
+    )  # fmt: skip
+    eager = copy.deepcopy(model)
+    keep = KeepGraphs()
+    x = torch.randn(8, 1, 6, 6)
+    out = stage4_fx.compile(model, backend=keep)(x)
+    torch.testing.assert_close(out, eager(x))
+    out.square().sum().backward()
+    eager(x).square().sum().backward()
+    for ours, theirs in zip(model.parameters(), eager.parameters(), strict=True):
+        torch.testing.assert_close(ours.grad, theirs.grad, rtol=1e-4, atol=1e-4)
+    (graph,) = keep.graphs
+    both_compiled(graph)
