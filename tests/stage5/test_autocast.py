@@ -70,13 +70,13 @@ def inputs():
     return x, w, torch.randn(COLS), torch.randn(1, 1, 3, 3) / 3
 
 
-def make_program(steps, region) -> tuple[str, object]:
+def make_program(steps, region, device="cpu") -> tuple[str, object]:
     """The source of a program of `steps` (names in OPS); the steps in `region` (a range,
-    or None) run in a nested `enabled=False` autocast region."""
+    or None) run in a nested `enabled=False` autocast region of `device`'s type."""
     lines = ["def program(x, w, b, k):", "    h = x"]
     for i, op in enumerate(steps):
         if region is not None and i == region.start:
-            lines.append('    with torch.autocast("cpu", enabled=False):')
+            lines.append(f'    with torch.autocast("{device}", enabled=False):')
             lines.append("        h = h.float()")
         indent = "        " if region is not None and i in region else "    "
         lines.append(f"{indent}h = {OPS[op]}")
@@ -228,11 +228,12 @@ NETS = {"mlp": (mlp, (ROWS, COLS)), "conv": (ConvNet, (ROWS, 1, 6, 6))}
 
 
 def train_steps(model, x, target, dtype, scaler=None, steps=3):
-    """Three SGD steps under autocast; the losses, and the gradients before each step."""
+    """Three SGD steps under autocast on `x`'s device; the losses, and the gradients before
+    each step."""
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     losses, grads = [], []
     for _ in range(steps):
-        with torch.autocast("cpu", dtype=dtype):
+        with torch.autocast(x.device.type, dtype=dtype):
             loss = F.cross_entropy(model(x), target)
         if scaler is None:
             loss.backward()
@@ -247,16 +248,16 @@ def train_steps(model, x, target, dtype, scaler=None, steps=3):
     return losses, grads
 
 
-def check_training(name, dtype, scaled):
+def check_training(name, dtype, scaled, device="cpu", backend=compile_fx):
     make, shape = NETS[name]
-    eager = make()
+    eager = make().to(device)
     ours = copy.deepcopy(eager)
-    x, target = torch.randn(shape), torch.randint(0, 4, (ROWS,))
-    keep = KeepGraphs()
+    x, target = torch.randn(shape, device=device), torch.randint(0, 4, (ROWS,), device=device)
+    keep = KeepGraphs(backend)
     compiled = stage4_fx.compile(ours, backend=keep)
     # A scale at which no float16 gradient overflows: a step skipped by one run and not the
     # other would be a near-tie of the overflow check, not a difference of the compiler.
-    scalers = [torch.amp.GradScaler("cpu", init_scale=2.0**8) if scaled else None for _ in "ab"]
+    scalers = [torch.amp.GradScaler(device, init_scale=2.0**8) if scaled else None for _ in "ab"]
     expected = train_steps(eager, x, target, dtype, scalers[0])
     actual = train_steps(compiled, x, target, dtype, scalers[1])
     for ours_loss, eager_loss in zip(actual[0], expected[0], strict=True):
