@@ -76,10 +76,7 @@ FUNCTIONS = {
     },
 }  # fmt: skip
 METHODS = {
-    # A view of the trace's fake strides may not be one of the real strides (a CPU
-    # convolution's channels-last result, flattened): in a functional graph nothing writes
-    # through a view, so a reshape, a view where it can be and a copy where not, is the same.
-    "reshape": [aten.view.default],
+    "view": [aten.view.default],
     "permute": [aten.permute.default],
     "expand": [aten.expand.default],
     "unsqueeze": [aten.unsqueeze.default],
