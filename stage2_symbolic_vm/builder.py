@@ -32,7 +32,7 @@ from .functions import NNModuleVariable, TorchVariable, UserFunctionVariable
 from .python import builtins_table, callables, dicts, iterators, objects, sequences, sets
 from .python.sequences import ListVariable, TupleVariable
 from .sources import item_of
-from .torch_api import autocast, grad_modes
+from .torch_api import autocast, disabled, grad_modes
 from .torch_api.autograd_function import AutogradFunctionVariable
 from .torch_api.queries import ConstantResultVariable, torch_query
 from .variables import ConstantVariable, LazyVariable, TensorVariable, is_constant_value
@@ -72,8 +72,7 @@ def has_identity(value) -> bool:
 
 def wrap_new(tx, value, source):
     """A new Variable for `value`, made by the first entry of WRAPPERS that knows its kind."""
-    make = next(make for is_kind, make in WRAPPERS if is_kind(value))
-    return make(tx, value, source)
+    return next(make for is_kind, make in WRAPPERS if is_kind(value))(tx, value, source)
 
 
 def assume(tx, kind, source):
@@ -188,6 +187,7 @@ WRAPPERS = (
     (grad_modes.is_grad_mode, grad_modes.wrap_grad_mode),  # torch.no_grad, torch.no_grad()
     (autocast.is_autocast, autocast.wrap_autocast),  # torch.autocast, torch.autocast(...)
     (callables.is_cached_function, callables.wrap_cached_function),  # functools.lru_cache
+    (disabled.is_disabled_or_decorator, disabled.wrap),  # torch.compiler.disable, and its work
     (lambda v: isinstance(v, types.FunctionType), wrap_function),
     (lambda v: isinstance(v, types.MethodType), callables.wrap_method),
     (callables.is_method_of_self, callables.wrap_method_of_self),  # xs.append

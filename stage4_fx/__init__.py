@@ -17,6 +17,7 @@ The core, in reading order:
     resume.py           resume functions: the rest of the bytecode, as a function of its own
     breaks.py           why each break happened: one registry of kinds, one record per break
     explain.py          explain(): the graphs, the breaks and why, the guards, the recompiles
+    disable.py          disable(fn): a function never compiled; is_compiling()
 
 The rest, by purpose:
 
@@ -32,6 +33,7 @@ from stage3_guards import mark_dynamic, mark_static
 from .backends import BackendCompilerFailed, list_backends, lookup_backend, register_backend
 from .breaks import GraphBreak, GraphBreakError
 from .compile import compile, optimize, reset
+from .disable import disable, is_compiling
 from .explain import ExplainOutput, explain
 from .tools.diagrams import breaks_diagram, graph_diagram
 
@@ -42,8 +44,10 @@ __all__ = [
     "GraphBreakError",
     "breaks_diagram",
     "compile",
+    "disable",
     "explain",
     "graph_diagram",
+    "is_compiling",
     "list_backends",
     "lookup_backend",
     "mark_dynamic",

@@ -406,6 +406,22 @@ def call_locals(tx):
     return DictVariable(items)
 
 
+def call_id(tx, value):
+    """`id(obj)` of an object from outside: its real address, a constant of the trace that
+    holds while it is this very object (an "id" assumption, torch/_dynamo's ID_MATCH). An
+    object made in the trace has no address until the code runs: a break."""
+    obj = UNKNOWN if isinstance(value, TensorVariable) else value.identity()
+    if obj is UNKNOWN:  # a tensor or a container from outside: its one Variable's object
+        found = tx.side_effects.objects.values()
+        obj = next((o for o, var in found if var is value), UNKNOWN)
+    if value.source is None or obj is UNKNOWN:
+        raise Unsupported(
+            "untraceable_call", f"`id()` of {value}, made inside the trace: it has no address yet"
+        )
+    tx.trace.assume("id", value.source)
+    return ConstantVariable(id(obj))
+
+
 def call_callable(tx, value):
     if value.is_python_constant():
         return ConstantVariable(callable(value.as_python_constant()))
@@ -562,6 +578,7 @@ HANDLERS = {
     setattr: call_setattr,
     delattr: call_delattr,
     callable: call_callable,
+    id: call_id,
     vars: lambda tx, obj=None: call_locals(tx) if obj is None else obj.get_attr(tx, "__dict__"),
     locals: call_locals,
     inspect.signature: signature,
