@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from stage2_symbolic_vm.python.dicts import is_checkable_key
 from stage2_symbolic_vm.sources import Assumption, BuiltinSource, Source
 from stage2_symbolic_vm.torch_api.autocast import AUTOCAST_DEVICES
 from stage2_symbolic_vm.torch_api.grad_modes import inference_mode_enabled
@@ -307,17 +308,47 @@ DICT_KEY_TYPES = (str, int, bool, bytes)  # compared by value, and written back 
 
 
 def dict_keys_match(source: Source, value, names: Names) -> Guard:
-    """The keys of a dict, in order: a trace that iterated over them unrolled that order."""
+    """The keys of a dict, in order: a trace that iterated over them unrolled that order. A
+    class or a function is a key by identity (`int`, `torch.Tensor`), so it is named, and kept
+    alive, by the guard."""
     keys = list(value.keys())
-    if any(type(key) not in DICT_KEY_TYPES for key in keys):
-        raise GuardError(f"{source.describe()} has keys other than str, int, bool, bytes: {keys!r}")
     expr = source.name()
+    if any(type(key) not in DICT_KEY_TYPES for key in keys):
+        return _dict_keys_by_shape(source, keys, names)
     checks = [Check(f"list({expr}.keys()) == {keys!r}", "keys", keys, f"list({expr}.keys())")]
     key_types = [type(key) for key in keys]
     if any(t is not str for t in key_types):  # {1: a} == {True: a}; the trace saw which
         code = f"[type(k) for k in {expr}] == [{', '.join(t.__name__ for t in key_types)}]"
         checks.append(Check(code, "key types", key_types, f"[type(k) for k in {expr}]"))
     return Guard("DICT_KEYS", source, repr(keys), tuple(checks), names.objects)
+
+
+def _dict_keys_by_shape(source: Source, keys: list, names: Names) -> Guard:
+    """Keys that `repr` cannot write (classes, functions, enum members, tuples of them):
+    compared as `key_shape`s, held by the guard."""
+    if not all(is_checkable_key(key) for key in keys):
+        raise GuardError(f"{source.describe()} has keys with their own ==: {keys!r}")
+    expr = source.name()
+    actual = f"[{names(key_shape)}(k) for k in {expr}]"
+    code = f"{actual} == {names([key_shape(key) for key in keys], 'keys')}"
+    check = Check(code, "keys", keys, f"list({expr}.keys())", _short_keys)
+    return Guard("DICT_KEYS", source, _short_keys(keys), (check,), names.objects)
+
+
+def _short_keys(keys) -> str:
+    return f"[{', '.join(_short_repr(key) for key in keys)}]"
+
+
+def key_shape(key):
+    """A key with what tells it apart from keys that `==` finds equal to it (1, 1.0 and True
+    are one key to a dict, but the trace saw which): its type, all the way down a tuple.
+    A class or a function is itself, and `==` compares it by identity."""
+    kind = type(key)
+    if kind in (tuple, frozenset):
+        return kind, kind(key_shape(k) for k in key)
+    if kind is float:  # 0.0 == -0.0
+        return kind, math.copysign(1.0, key), key
+    return kind, key
 
 
 def absent(source: Source, value, names: Names) -> Guard:

@@ -7,11 +7,18 @@ uses it. `d.keys()`, `d.values()` and `d.items()` are live views of it.
 """
 
 import collections
+import math
 import types
 
 from ..errors import ObservedException, Unsupported
 from ..sources import attr_of, item_of
-from ..variables import ConstantVariable, LazyVariable, Variable, is_constant_value
+from ..variables import (
+    ConstantVariable,
+    LazyVariable,
+    Variable,
+    compared_by_identity,
+    is_constant_value,
+)
 from .containers import ContainerVariable, bound_method, is_none, key_of, where
 from .sequences import SequenceVariable, TupleVariable
 
@@ -326,9 +333,12 @@ DICT_TYPES = (dict, collections.OrderedDict, collections.defaultdict, types.Mapp
 
 def wrap_dict(tx, value, source):
     """A dict from outside: its type and keys are assumed, each value is read (and assumed
-    about) only when the code uses it."""
-    if not all(is_constant_value(k) for k in value):
-        raise Unsupported("unsupported_value", f"{where(source)} has keys that are not constants")
+    about) only when the code uses it. A key is a constant, or a class or a function (or a
+    tuple of them): equal only to itself, so `d[type(x)]` finds it by identity as CPython's
+    lookup does, and the dict_keys guard checks that each key is the same object again."""
+    if not all(is_checkable_key(k) for k in value):
+        reason = f"{where(source)} has keys that are not constants, classes or functions"
+        raise Unsupported("unsupported_value", reason + OWN_HASH)
     if source is not None:
         tx.trace.assume("type", source)
         tx.trace.assume("dict_keys", source)
@@ -336,7 +346,66 @@ def wrap_dict(tx, value, source):
     factory_var = None
     if factory is not None:
         factory_var = tx.read(LazyVariable(factory, attr_of(source, "default_factory")))
-    items = {k: LazyVariable(v, item_of(source, k)) for k, v in value.items()}
+    items = {}
+    for position, (k, v) in enumerate(value.items()):
+        index = k if written_back(k) or source is None else KeyAt(k, source, position)
+        items[k] = LazyVariable(v, item_of(source, index))
     if source is None:
         items = {k: tx.read(v) for k, v in items.items()}
-    return DictVariable(items, source, type(value), factory_var)
+    result = DictVariable(items, source, type(value), factory_var)
+    result.key_vars = {k: tx.wrap(k, None) for k in value if not is_constant_value(k)}
+    return result
+
+
+OWN_HASH = (
+    " (an object with its own __hash__, or a tensor: CPython would call its __hash__ and __eq__"
+    " on each lookup, which a guard cannot check cheaply)"
+)
+
+
+def is_checkable_key(key) -> bool:
+    """A key the dict_keys guard can check: a constant, a class, a function, a builtin of a
+    module or a class, or a tuple or frozenset of them (an enum member is a constant). Not a
+    tensor or an object of a class with its own `__hash__`: not compared by identity."""
+    if type(key) in (tuple, frozenset):
+        return all(is_checkable_key(k) for k in key)
+    if isinstance(key, types.BuiltinFunctionType):  # `len`, `torch.relu`: equal to the same C
+        owner = key.__self__  # function of the same module or class; a method of an object
+        return isinstance(owner, (types.ModuleType, type, type(None)))  # is not one of these
+    if isinstance(key, (type, types.FunctionType)):
+        return compared_by_identity(key)  # not a class whose metaclass has its own __eq__
+    return is_constant_value(key)
+
+
+def written_back(key) -> bool:
+    """Does `repr(key)` read back as the key? An item's source writes its key so
+    (`G['d']['lr']`); a class, a function, an enum member or a dtype does not."""
+    if type(key) is tuple:
+        return all(written_back(k) for k in key)
+    return type(key) in (str, int, bool, bytes, type(None)) or (
+        type(key) is float and math.isfinite(key)
+    )
+
+
+class KeyAt:
+    """The key at `position` of a dict from outside, for the source of its value when `repr`
+    cannot write the key: `G['d'][B.list(G['d'])[0]]`. The dict_keys guard, checked before
+    the guards of the values (their source is deeper), makes it the same key each call.
+
+    It hashes and compares as the key itself (the key's `__eq__` says NotImplemented to it,
+    and this one answers), so stage 4's new code, which loads an item's index as a constant,
+    finds the item with it too (torch/_dynamo/source.py has a source for the key,
+    ConstDictKeySource, instead)."""
+
+    def __init__(self, key, dict_source, position: int):
+        self.key, self.dict_source, self.position = key, dict_source, position
+
+    def __hash__(self):
+        return hash(self.key)
+
+    def __eq__(self, other):
+        other = other.key if isinstance(other, KeyAt) else other
+        return other is self.key or other == self.key  # a dict's own test: a NaN is itself
+
+    def __repr__(self):
+        return f"B.list({self.dict_source.name()})[{self.position}]"
