@@ -78,8 +78,12 @@ class CompileOptions:
 # Code that is never compiled, as torch/_dynamo/trace_rules.py decides: torch itself, the
 # standard library, our own stages, and a few packages that are never model code. Other
 # installed packages are compiled: Hugging Face's `transformers` is model code, and a frame
-# of it that starts after a graph break deserves a graph of its own.
+# of it that starts after a graph break deserves a graph of its own. Torch's own
+# dependencies (sympy, which `import torch._dynamo` loads, perhaps inside a compiled call)
+# are torch's code.
 THIRD_PARTY_SKIPS = ("numpy", "pytest", "_pytest", "pluggy", "hypothesis", "tqdm", "pandas")
+THIRD_PARTY_SKIPS += ("sympy", "mpmath", "networkx", "filelock", "fsspec", "jinja2", "triton")
+THIRD_PARTY_SKIPS += ("typing_extensions",)
 _PACKAGES = (torch, stage1_eval_frame, stage2_symbolic_vm, stage3_guards)
 _SKIPPED_DIRS = tuple(os.path.dirname(p.__file__) + os.sep for p in _PACKAGES)
 _SKIPPED_DIRS += (os.path.dirname(__file__) + os.sep,)

@@ -464,6 +464,9 @@ class UserObjectVariable(Variable):
         return f"UserObjectVariable({self.cls.__qualname__} {where})"
 
 
+SLOT = types.MemberDescriptorType  # what `__slots__ = ("a",)` puts in the class for `a`
+
+
 def rebuild_object(cls, attrs: dict, items: dict):
     """An object made in the trace, rebuilt by the new bytecode: its class, attributes, items.
 
@@ -471,7 +474,12 @@ def rebuild_object(cls, attrs: dict, items: dict):
     directly, as pickle does (`object.__reduce_ex__`).
     """
     obj = cls.__new__(cls)
-    vars(obj).update(attrs)
+    state = getattr(obj, "__dict__", None)
+    for name, value in attrs.items():
+        if state is not None and not isinstance(getattr(cls, name, None), SLOT):
+            state[name] = value
+        else:  # a slot of `__slots__` (the object may have no __dict__): its descriptor stores it
+            object.__setattr__(obj, name, value)
     setitem = next(b for b in cls.__mro__ if b in DICT_BASES).__setitem__ if items else None
     for key, value in items.items():
         setitem(obj, key, value)

@@ -2305,3 +2305,30 @@ def test_branches_on_a_tensor_take_the_side_eager_takes(bound):
         return x, flipped
 
     check(fn, X, graphs=3, breaks=3, reason="branch")
+
+
+class Slotted:
+    __slots__ = ("a", "b")
+
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+
+
+class SlottedChild(Slotted):  # no __slots__ of its own: slots, and a __dict__ too
+    pass
+
+
+def test_objects_with_slots_made_in_the_trace_are_rebuilt():
+    """The new code rebuilds an object the trace made from its attributes; a slot has no
+    place in a __dict__ (there may be none), so its descriptor stores it (a sympy class
+    with __slots__ crashed the rebuild: "vars() argument must have __dict__")."""
+
+    def fn(x):
+        child = SlottedChild(x * 2, 3)
+        child.extra = 4
+        return Slotted(x + 1, 2), child
+
+    (p, q), (ep, eq) = stage4_fx.compile(fn, fullgraph=True)(torch.ones(2)), fn(torch.ones(2))
+    assert type(p) is Slotted and type(q) is SlottedChild
+    torch.testing.assert_close((p.a, q.a), (ep.a, eq.a))
+    assert (p.b, q.b, vars(q)) == (ep.b, eq.b, vars(eq)) == (2, 3, {"extra": 4})
