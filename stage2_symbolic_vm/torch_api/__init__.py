@@ -3,6 +3,8 @@
 queries.py             questions about the process, answered while tracing
                        (`torch.is_grad_enabled()`, `torch.compiler.is_compiling()`)
 grad_modes.py          `with torch.no_grad()`, `@torch.enable_grad()`, inference mode
+autocast.py            `torch.autocast` around the call or inside it: on FakeTensors, guarded
+disabled.py            a call to a function marked disabled (`torch.compiler.disable`) breaks
 autograd_function.py   a `torch.autograd.Function`'s forward
 module_containers.py   nn.ModuleList, nn.Sequential and nn.ModuleDict
 module_hooks.py        nn.Module.__call__ with hooks: torch's own `_call_impl`
