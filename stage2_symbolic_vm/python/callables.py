@@ -74,6 +74,8 @@ class FunctionObject:
             )
         elif self.source is not None:
             cg.load_source(self.source)
+        elif self.value is not None:  # from outside, reached without a path (a set's item):
+            cg.load_const(self.value)  # the very object, not a new function of its code
         elif self.slots or self.attrs:  # made, then given attributes (`functools.wraps`)
             cg.call_callable(
                 with_attributes,

@@ -505,11 +505,25 @@ def test_bytes_keys_and_os_environ_are_guarded():
         del os.environ["MINIDYNAMO_TEST_FLAG"]
 
 
+class OwnEq:
+    """A key with its own `==` and hash: no guard can check a dict's keys cheaply then."""
+
+    def __eq__(self, other):
+        return isinstance(other, OwnEq)
+
+    def __hash__(self):
+        return 7
+
+
+class Table(dict):
+    pass
+
+
 def test_a_value_no_guard_can_check_is_explained():
-    table = {(1, 2): 3.0}  # a tuple key: DICT_KEYS compares str, int, bool, bytes only
+    table = Table({OwnEq(): 1.0, "a": 3.0})
 
     def fn(x):
-        return x * table[(1, 2)]
+        return x * table["a"]
 
     report = stage4_fx.explain(fn)(torch.randn(2))
     assert [b.kind for b in report.break_reasons] == ["unguardable_value"]
@@ -845,11 +859,11 @@ def pick_float(table, _):
 
 
 def test_a_resume_function_that_cannot_load_its_values_runs_eagerly_and_says_why():
-    # huggingface_hub's type validator: a dict keyed by classes is on the stack at a break,
-    # and the resume function's prologue cannot load it into the VM
+    # huggingface_hub's type validator had a dict keyed by classes on the stack at a break
+    # (those load now); a dict keyed by a tensor cannot be loaded into the VM
     def fn(x):
         y = x + 1
-        return y * pick_float({int: 1, float: 2}, print("logged"))
+        return y * pick_float({x: 1, float: 2}, print("logged"))  # a tensor key
 
     compiled = stage4_fx.compile(fn)
     torch.testing.assert_close(compiled(torch.ones(2)), fn(torch.ones(2)))

@@ -87,12 +87,10 @@ def test_a_builtin_looked_up():
     check(case, torch.ones(2), torch.relu)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a function from outside with no source of its own (a key, an item of a set) is "
-    "made again by the new code, not loaded: python/callables.py FunctionObject.reconstruct",
-)
 def test_the_function_keys_themselves_are_the_same_objects():
+    """A function from outside with no source of its own (a key, an item of a set) is loaded,
+    the very object, not made again from its code (FunctionObject.reconstruct)."""
+
     def case(x):
         return x + 1, [*BY_FUNCTION]
 
