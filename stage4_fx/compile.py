@@ -14,6 +14,7 @@ import dis
 import functools
 import importlib.util
 import os
+import sys
 import sysconfig
 import weakref
 from collections.abc import Callable
@@ -54,6 +55,7 @@ class CompileOptions:
     frames: list[CompiledFrame] = field(default_factory=list)
     breaks: list[GraphBreak] = field(default_factory=list)
     entry_codes: set = field(default_factory=set)  # compiled even if in a library
+    disabled_codes: set = field(default_factory=set)  # called by torch's disable: never compiled
 
     def __post_init__(self):
         _live_options.add(self)
@@ -109,6 +111,16 @@ def is_user_code(code) -> bool:
     return _is_user_code[code]
 
 
+def called_by_torch_disable() -> bool:
+    """Whether the frame about to start is called by the wrapper of `torch.compiler.disable`
+    (torch/_dynamo/eval_frame.py's `_fn`): the callback's caller is that frame's caller."""
+    caller = sys._getframe(2).f_code
+    return caller.co_name == "_fn" and caller.co_filename == TORCH_EVAL_FRAME
+
+
+TORCH_EVAL_FRAME = os.path.join(os.path.dirname(torch.__file__), "_dynamo", "eval_frame.py")
+
+
 def make_callback(options: CompileOptions):
     """The hook's callback for one `compile()` call (torch: `convert_frame.catch_errors`)."""
 
@@ -117,6 +129,9 @@ def make_callback(options: CompileOptions):
         if cache is None:
             if not is_user_code(frame.code) and frame.code not in options.entry_codes:
                 return SKIP  # never compiled: not shown to this callback again
+            if frame.code in options.disabled_codes or called_by_torch_disable():
+                options.disabled_codes.add(frame.code)  # torch.compiler.disable's function:
+                return None  # it runs as it is (torch's wrapper turns off torch's hook, not ours)
             convert = functools.partial(convert_frame, options=options)
             cache = FrameCache(frame.code, convert, options.dynamic, options.fullgraph)
             options.caches[frame.code] = cache

@@ -42,13 +42,6 @@ def check(fn, *args, reason=None, torch_fn=None):
     return ours
 
 
-TORCH_WRAPPER_COMPILED = pytest.mark.xfail(
-    strict=True,
-    reason="torch's disable wrapper turns off torch's hook, not ours: the frame it calls is "
-    "compiled by stage4_fx/compile.py's callback (a graph more than torch.compile)",
-)
-
-
 def nested_def(disable):
     def fn(x):
         @disable
@@ -62,7 +55,7 @@ def nested_def(disable):
 
 @pytest.mark.parametrize(
     "disable",
-    [stage4_fx.disable, pytest.param(torch.compiler.disable, marks=TORCH_WRAPPER_COMPILED)],
+    [stage4_fx.disable, torch.compiler.disable],
 )
 def test_a_nested_def_disabled_as_a_decorator(disable):
     by = "stage4_fx.disable" if disable is stage4_fx.disable else "torch.compiler.disable"
@@ -182,10 +175,10 @@ def test_a_disabled_function_that_raises():
         stage4_fx.compile(fn)(X)
 
 
-@TORCH_WRAPPER_COMPILED
 def test_torch_disable_keeps_our_hook_and_compiles_the_resume():
     """torch's wrapper calls torch's set_eval_frame: ours is still in place after it returns,
-    so the code after the call is compiled in a resume function."""
+    so the code after the call is compiled in a resume function; the function it wraps is
+    not (the callback sees torch's wrapper as its caller: stage4_fx/compile.py)."""
 
     @torch.compiler.disable
     def plain(y):
