@@ -11,16 +11,10 @@ import ast
 import itertools
 import linecache
 import re
-import threading
 
 from stage1_eval_frame import skip_code
+from stage2_symbolic_vm.python.signatures import AST_LOCK  # why: its docstring
 
-# CPython 3.11 counts the recursion of `ast.parse` in one counter per interpreter: two
-# threads parsing at once can interleave, and one raises "SystemError: AST constructor
-# recursion depth mismatch" (CPython gh-106905; later releases count per call). Our parses
-# take this lock, and so do stage 6's Triton compiles and interpreted launches, which parse
-# their kernels' source.
-AST_LOCK = threading.RLock()
 _serial = itertools.count()
 _sources: list[str] = []  # the linecache entries we made, so that a reset can drop them
 

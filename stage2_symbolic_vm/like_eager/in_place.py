@@ -11,12 +11,12 @@ so that the graph draws the numbers eager would draw under the same seed.
 """
 
 import functools
-import inspect
 import operator
 
 import torch
 from torch.amp.autocast_mode import _enter_autocast, _exit_autocast
 
+from ..python.signatures import signature
 from ..trace import op_name
 
 # Random numbers: recorded, in program order; a backend must keep them in that order.
@@ -43,7 +43,7 @@ def _inplace_position(target) -> int | None:
     if isinstance(target, str):
         return None
     try:
-        parameters = list(inspect.signature(target).parameters)
+        parameters = list(signature(target).parameters)
     except (TypeError, ValueError):  # a C function without a signature
         return None
     return parameters.index("inplace") if "inplace" in parameters else None

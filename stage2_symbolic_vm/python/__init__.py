@@ -11,4 +11,5 @@ objects.py          classes written in Python and their instances; objects not m
 callables.py        method objects, functools.partial, super(), a function's attributes
 exceptions.py       exception objects the traced code makes, raises and catches
 constants.py        a constant's attributes and methods, run now
+signatures.py       `inspect.signature` safe in threads (CPython 3.11's `ast.parse` race)
 """

@@ -31,6 +31,7 @@ from ..variables import (
     Variable,
     constant_args,
 )
+from . import signatures
 from .callables import PartialVariable, SuperVariable
 from .containers import is_none
 from .dicts import DictVariable, new_dict
@@ -445,7 +446,7 @@ def signature(tx, fn, *, follow_wrapped=None):
     if not isinstance(fn, UserFunctionVariable) or value is None:
         raise Unsupported("untraceable_call", f"inspect.signature of {fn}")
     follow = follow_wrapped is None or follow_wrapped.as_python_constant()
-    result = tx.run_python(inspect.signature, value, follow_wrapped=follow)
+    result = tx.run_python(signatures.signature, value, follow_wrapped=follow)
     if fn.self_arg is not None:  # a bound method does not show `self`
         result = result.replace(parameters=list(result.parameters.values())[1:])
     return ObjectVariable(result)

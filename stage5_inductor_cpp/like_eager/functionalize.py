@@ -31,12 +31,13 @@ memory it writes from another place, or it changes strides that others see (`t_(
 """
 
 import dataclasses
-import inspect
 import operator
 
 import torch
 import torch.fx
 import torch.utils._pytree as pytree
+
+from stage2_symbolic_vm.python.signatures import signature
 
 from ..ir import ComputedBuffer, Layout
 from ..lowering import EagerOnly, register
@@ -74,7 +75,7 @@ class OnACopy:
 def inplace_parameter(fn) -> int | None:
     """The position of `fn`'s `inplace` parameter (`F.relu(input, inplace=False)`), or None."""
     try:
-        parameters = list(inspect.signature(fn).parameters)
+        parameters = list(signature(fn).parameters)
     except (TypeError, ValueError):  # torch's builtins (torch.relu) have no Python signature
         return None
     return parameters.index("inplace") if "inplace" in parameters else None
