@@ -15,6 +15,7 @@ import threading
 AST_LOCK = threading.RLock()
 
 
-def signature(fn) -> inspect.Signature:
+def signature(fn, **options) -> inspect.Signature:
+    """`inspect.signature(fn, **options)` (`follow_wrapped=`, `eval_str=`) under `AST_LOCK`."""
     with AST_LOCK:
-        return inspect.signature(fn)
+        return inspect.signature(fn, **options)

@@ -18,6 +18,7 @@ goes wrong, so the test flips when the VM learns it.
 import collections
 import dataclasses
 import functools
+import inspect
 import itertools
 import operator
 import sys
@@ -2332,3 +2333,21 @@ def test_objects_with_slots_made_in_the_trace_are_rebuilt():
     assert type(p) is Slotted and type(q) is SlottedChild
     torch.testing.assert_close((p.a, q.a), (ep.a, eq.a))
     assert (p.b, q.b, vars(q)) == (ep.b, eq.b, vars(eq)) == (2, 3, {"extra": 4})
+
+
+def test_inspect_signature_with_its_options():
+    """`inspect.signature(fn, follow_wrapped=False)` (transformers' apply_chunking_to_forward
+    asks so): the VM's answer takes the same options as inspect's."""
+
+    def base(x):
+        return torch.sin(x)
+
+    @functools.wraps(base)
+    def wrapper(x, scale=2):
+        return base(x) * scale
+
+    def fn(x):
+        plain = len(inspect.signature(wrapper, follow_wrapped=False).parameters)
+        return x * plain
+
+    assert_same_as_eager(stage4_fx.compile(fn, fullgraph=True), fn, torch.ones(2))
