@@ -41,6 +41,14 @@ def enabled_anywhere(state: dict) -> bool:
     return any(enabled for enabled, _ in state.values())
 
 
+def ambient_key() -> tuple | None:
+    """The process's autocast state as a key (stage 4's ATen traces are made per state), or
+    None when autocast is off everywhere: one C call, the usual case."""
+    if not torch._C._is_any_autocast_enabled():
+        return None
+    return tuple(ambient().items())
+
+
 def is_autocast(value) -> bool:
     """`torch.autocast` and its subclasses (`torch.cuda.amp.autocast`), or an instance."""
     kind = value if isinstance(value, type) else type(value)
@@ -61,11 +69,12 @@ def wrap_autocast(tx, value, source):
 def as_traced(state: dict):
     """The process in the trace's autocast state while an op runs on FakeTensors; nothing to
     do when the two agree (autocast around the call, or none)."""
-    changed = [(d, s) for d, s in state.items() if s != ambient_of(d)]
+    now = ambient()
+    changed = [(d, s) for d, s in state.items() if s != now[d]]
     if not changed:
         yield
         return
-    before = [(d, ambient_of(d)) for d, _ in changed]
+    before = [(d, now[d]) for d, _ in changed]
     set_state(changed)
     try:
         yield
@@ -91,20 +100,21 @@ def check(tx):
         tx.trace.shapes.begin(tx)
 
 
-def enabled_query(tx, *device):
-    """`torch.is_autocast_enabled(device)` (no device: CUDA, torch's old meaning), as the
-    trace's state says at this point."""
+def state_at(tx, device) -> tuple:
+    """(enabled, dtype) for a device type as the trace has it at this point (the process's,
+    for a device type the trace does not follow); the trace relies on it (guarded)."""
     tx.trace.assume("autocast")
-    name = device[0].as_python_constant() if device else "cuda"
-    return ConstantVariable(tx.autocast.get(str(name), (False, None))[0])
+    name = str(device.as_python_constant())
+    return tx.autocast[name] if name in tx.autocast else ambient_of(name)
+
+
+def enabled_query(tx, device=None):
+    """`torch.is_autocast_enabled(device)`; no device is CUDA, torch's old meaning."""
+    return ConstantVariable(state_at(tx, device or ConstantVariable("cuda"))[0])
 
 
 def dtype_query(tx, device):
-    tx.trace.assume("autocast")
-    name = str(device.as_python_constant())
-    if name not in tx.autocast:
-        return ConstantVariable(torch.get_autocast_dtype(name))
-    return ConstantVariable(tx.autocast[name][1])
+    return ConstantVariable(state_at(tx, device)[1])
 
 
 class AutocastClassVariable(Variable):

@@ -47,7 +47,7 @@ def wrap(tx, value, source):
     if source is not None:
         tx.trace.assume("function" if disabled else "id", source)
     if disabled:
-        by = "stage4_fx.disable" if value.__dict__.get(OURS) else "torch.compiler.disable"
+        by = decorator_name(value)  # our wrapper carries our mark, as our decorator does
         return DisabledFunctionVariable(value.__name__, by, value=value, source=source)
     return DisableDecoratorVariable(value, source)
 

@@ -498,7 +498,7 @@ class AotGraph:
         """The plan for these arguments: the last one if they match it (checked in C++, as
         stage 5 checks its specialisations), else the one of their key, made if new. The
         autocast state is part of both: the trace holds its casts."""
-        mode = (training, autocast_state())
+        mode = (training, autocast.ambient_key())
         if self.last is not None and self.last[0] == mode and self.last[1](args):
             return self.last[1].code
         key = (key_of(args), mode)
@@ -531,13 +531,6 @@ class AotGraph:
         count, written = plan.joint.num_outputs, len(plan.joint.mutated)
         write_back(args, plan.joint.mutated, results[count : count + written])
         return regenerate_aliases(plan.joint, list(results[:count]), args)
-
-
-def autocast_state() -> tuple | None:
-    """The caller's autocast state, or None when it is off (one C call, the usual case)."""
-    if not torch._C._is_any_autocast_enabled():
-        return None
-    return tuple(autocast.ambient().items())
 
 
 def aot_autograd(
