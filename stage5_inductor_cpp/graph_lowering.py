@@ -230,7 +230,8 @@ class GraphLowering:
         try:
             if lowering is None:
                 raise Fallback("no lowering")
-            out = made if made is not None else result_dtype(lowering, target, args, kwargs)
+            if (out := made) is None:  # torch's promotion picks the dtype (like_eager/dtypes.py)
+                out = result_dtype(lowering, target, args, kwargs, self.device)
             value = lowering(self, out, *args, **kwargs)
             if is_tensor(value) and value.dtype != out.dtype:
                 raise Fallback(f"lowering gave {value.dtype}, torch gives {out.dtype}")

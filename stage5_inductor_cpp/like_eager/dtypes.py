@@ -15,22 +15,33 @@ from ..lowering import SAME_DTYPE, SUPPORTED_DTYPES, EagerOnly, Fallback, is_ten
 from ..symbolic.sizes import hint, is_symbolic
 from .externs import ExternValue
 
+CPU = torch.device("cpu")
 
-def stand_in(value):
+
+def stand_in(value, device="cpu"):
     """A one-element tensor with `value`'s dtype and rank: enough for torch to pick the dtype."""
     if is_tensor(value):
-        return torch.ones((1,) * len(value.ranges), dtype=value.dtype)
+        return torch.ones((1,) * len(value.ranges), dtype=value.dtype, device=device)
     return hint(value) if is_symbolic(value) else value
 
 
-def result_dtype(lowering, target, args, kwargs) -> torch.Tensor:
+def run_on_stand_ins(target, args, kwargs, device):
+    stand_ins = pytree.tree_map(lambda value: stand_in(value, device), (args, kwargs))
+    with warnings.catch_warnings():  # var of one element warns; eager decides later
+        warnings.simplefilter("ignore")
+        return target(*stand_ins[0], **stand_ins[1])
+
+
+def result_dtype(lowering, target, args, kwargs, device=CPU) -> torch.Tensor:
     """The result's dtype by torch's own promotion, from one-element stand-ins of the inputs
     (of the first result, for an op that returns several).
 
     The meta run knows each node's dtype, but not that of an in-place op computed out of
     place (`x.add_(y)` keeps x's dtype, `x.add(y)` promotes); and the stand-ins run
     torch's CPU kernels, which refuse some dtypes that meta functions let through
-    (`gelu` of an integer tensor), so that eager's error comes out.
+    (`gelu` of an integer tensor), so that eager's error comes out. Where the CPU refuses
+    and the graph's `device` is another, that device's kernels answer (a float16 softmax
+    computed in float32: CUDA has it, the CPU raises).
     """
     leaves = pytree.tree_leaves((args, kwargs))
     if any(isinstance(a, ExternValue) for a in leaves):
@@ -39,13 +50,14 @@ def result_dtype(lowering, target, args, kwargs) -> torch.Tensor:
     if lowering in SAME_DTYPE:
         out = torch.empty((), dtype=tensors[SAME_DTYPE[lowering]].dtype)
     else:
-        stand_ins = pytree.tree_map(stand_in, (args, kwargs))
-        try:
-            with warnings.catch_warnings():  # var of one element warns; eager decides later
-                warnings.simplefilter("ignore")
-                out = target(*stand_ins[0], **stand_ins[1])
-        except Exception as error:  # eager fails on these dtypes: let eager say so, in order
-            raise EagerOnly(f"torch raises {error!r} for these dtypes") from error
+        for where in dict.fromkeys([CPU, device]):
+            try:
+                out = run_on_stand_ins(target, args, kwargs, where)
+                break
+            except Exception as error:
+                failure = error
+        else:  # eager fails on these dtypes: let eager say so, in order
+            raise EagerOnly(f"torch raises {failure!r} for these dtypes") from failure
     results = list(out) if isinstance(out, tuple) else [out]  # `max(x, dim)`: two
     if not all(isinstance(r, torch.Tensor) for r in results):
         raise Fallback("the op does not return a tensor")

@@ -11,17 +11,23 @@ neighbouring channels, side by side in memory, over a short run of pixels (stage
 autotune.py tries configurations across rows), where one channel over many pixels loads
 4 bytes per row.
 
+A row that lies along memory (a softmax's, a layer norm's) is not split while there are
+rows enough for every multiprocessor: a program per row already reads at the copy limit,
+and the split would read the input once more per reduction (`inner_reduction_splits` in
+torch/_inductor/ir.py: no split from `2 * num_sm` results on).
+
 A rule of the GPU's: `Rules.split_reductions` (rules.py) switches it on, stage 6 for CUDA.
 """
 
 import dataclasses
 import math
 
-from ..ir import Reduction
+from ..ir import OpsRecorder, Reduction, index_vars, set_handler
 from ..symbolic.sizes import is_symbolic
 
 SPLIT_INTO = 32768  # at most this many partial results in all
 SPLIT_MIN_CHUNK = 1024  # each of which still reduces at least this many elements
+ROWS_ENOUGH = 256  # rows along memory that keep a GPU busy unsplit (2 x 132 SMs on an H100)
 SPLITTABLE = {"sum", "prod", "max", "min", "any", "all"}  # the partials combine the same way
 
 
@@ -42,6 +48,17 @@ def split_counts(ranges, most: int) -> list[int]:
     return counts
 
 
+def reads_along_rows(reduction: Reduction) -> bool:
+    """Whether a load walks each row with stride 1 along its last reduced dim (an inner
+    reduction, inductor's `ReductionHint.INNER`)."""
+    recorder, last = OpsRecorder(), f"r{len(reduction.reduction_ranges) - 1}"
+    with set_handler(recorder):
+        reduction.inner_fn(
+            index_vars("x", len(reduction.ranges)), index_vars("r", len(reduction.reduction_ranges))
+        )
+    return any(index.coefficient(last) == 1 for _, index in recorder.loads)
+
+
 def split_reduction(graph, reduction: Reduction) -> Reduction:
     """`reduction`, or its second stage: the partial results over chunks of its leading
     reduced dims go to a buffer first, and it reduces those."""
@@ -52,6 +69,7 @@ def split_reduction(graph, reduction: Reduction) -> Reduction:
         or any(map(is_symbolic, (*reduction.ranges, *reduction.reduction_ranges)))
         or not 0 < xnumel < SPLIT_INTO  # no results (an empty dim): nothing to share out
         or rnumel < 2 * SPLIT_MIN_CHUNK
+        or (xnumel >= ROWS_ENOUGH and reads_along_rows(reduction))
     ):
         return reduction
     counts = split_counts(

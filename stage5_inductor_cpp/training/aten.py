@@ -75,8 +75,11 @@ FUNCTIONS = {
         )
     },
 }  # fmt: skip
+# A view in a functional graph is a reshape: the fake tensors lay a result out as the meta
+# functions do (contiguous), the real kernels may not (the CPU's one-channel convolution
+# returns channels-last), and no one can write through it.
 METHODS = {
-    "view": [aten.view.default],
+    "reshape": [aten.view.default],
     "permute": [aten.permute.default],
     "expand": [aten.expand.default],
     "unsqueeze": [aten.unsqueeze.default],

@@ -318,11 +318,6 @@ def test_a_traced_graph_run_in_torch_gets_its_inputs_in_the_traced_strides():
     torch.testing.assert_close(runs_in_torch(gm, "a reason").call([image]), image.reshape(-1) * 2)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the fix (training/aten.py: the ATen trace's view made a reshape) waits for a GPU "
-    "check of stage 5; until then these graphs run in torch, with eager's answer",
-)
 def test_a_convolution_flattened_into_a_linear_layer_trains_in_our_kernels():
     """The ATen trace views the convolution's output as the fake tensors lay it out
     (contiguous); the CPU's convolution of one channel returns it channels-last, where no

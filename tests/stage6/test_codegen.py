@@ -9,6 +9,7 @@ import torch.nn.functional as F
 from stage5_inductor_cpp.codegen_cpp import CppKernel, CppOverrides
 from stage5_inductor_cpp.ir import Index
 from stage5_inductor_cpp.kernel_writer import OpOverrides
+from stage5_inductor_cpp.performance import split_reductions
 from stage5_inductor_cpp.rules import CPU_RULES
 from stage5_inductor_cpp.scheduler import FusedKernel
 from stage6_inductor_triton import TritonUnsupported
@@ -239,6 +240,34 @@ def test_few_results_over_many_elements_are_reduced_in_two_kernels(split_on_the_
     rows = torch.randn(16, 1024)
     rows[3, 5] = float("nan")  # the partials carry it
     check_traced(whole_reductions, rows, device=device, atol=1e-4, rtol=1e-4)
+
+
+def row_reductions(x, w):
+    """A library softmax, a layer norm by hand and a row sum: rows along memory."""
+    mean = x.mean(-1, keepdim=True)
+    norm = (x - mean) * torch.rsqrt(((x - mean) ** 2).mean(-1, keepdim=True) + 1e-5) * w
+    return x.softmax(-1), norm, x.sum(-1)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_wide_rows_along_memory_are_not_split(split_on_the_cpu, monkeypatch, device):
+    """Enough rows along memory keep the GPU busy a program each; a split reads each row once
+    more per reduction. It was split (SPLIT_INTO raised for channels-last sums), and the
+    GPU's softmax and layer norm fell to 48% of copy bandwidth (bench_stage6_gpu).
+    The thresholds are made small, for the interpreter's sake."""
+    monkeypatch.setattr(split_reductions, "ROWS_ENOUGH", 16)
+    monkeypatch.setattr(split_reductions, "SPLIT_MIN_CHUNK", 64)
+    rows = torch.randn(split_reductions.ROWS_ENOUGH, 2 * split_reductions.SPLIT_MIN_CHUNK)
+    weight = torch.randn(rows.shape[1])
+    compiled = check_traced(row_reductions, rows, weight, device=device, atol=1e-4, rtol=1e-4)
+    code = compiled.last.wrapper_source
+    grids = {int(n) for n in re.findall(r"grid=grid\((\d+)\)", code)}
+    assert grids == {rows.shape[0], rows.numel()} or grids == {rows.shape[0]}, code
+    assert not re.search(rf"empty_strided(_cuda)?\(\(\d+, {rows.shape[0]}\)", code)
+    few = rows[: split_reductions.ROWS_ENOUGH // 2]  # too few rows: split, as before
+    code = check_traced(lambda t: t.sum(-1), few, device=device, atol=1e-4, rtol=1e-4)
+    code = code.last.wrapper_source
+    assert len(re.findall(r"grid=grid", code)) == 2, code
 
 
 @pytest.mark.parametrize("device", DEVICES)
