@@ -16,7 +16,7 @@ import torch
 import torch.utils._pytree as pytree
 
 from ..ir import BufferView, ExternKernel, Layout, Pointwise
-from ..lowering import EagerOnly
+from ..lowering import EagerOnly, reindex
 from ..performance import channels_last
 from ..performance.linear import into_planned_memory
 from ..symbolic.sizes import as_sizes, as_symints
@@ -56,7 +56,10 @@ def extern(graph, node, op: str, target, args, kwargs):
     """Call torch at run time; a meta run now gives the result's layout (or eager's error)."""
     target, args, images = channels_last.extern_images(graph, target, args)
 
-    def realized(value):  # torch reads tensors, not IR
+    def realized(value):  # torch reads tensors, not IR; a permutation, as a view (views.py)
+        if isinstance(value, Pointwise) and value.view:
+            source, order = value.view
+            return reindex(graph.realize(source), value.ranges, order)
         return graph.realize(value) if isinstance(value, Pointwise) else value
 
     args, kwargs = pytree.tree_map(realized, (args, kwargs))

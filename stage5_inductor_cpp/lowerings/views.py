@@ -4,6 +4,7 @@
 not affine (merging dims of a transposed tensor, say) reads a contiguous buffer.
 """
 
+import dataclasses
 import itertools
 import operator
 
@@ -88,7 +89,17 @@ def permute(graph, out, x, *dims):
     if sorted(dims) != list(range(rank)):
         raise RuntimeError(f"permute({dims}): the dims must be a permutation of 0..{rank - 1}")
     ranges = tuple(x.ranges[d] for d in dims)
-    return reindex(x, ranges, lambda idx: [idx[inverse[d]] for d in range(rank)])
+
+    def order(idx):
+        return [idx[inverse[d]] for d in range(rank)]
+
+    if not isinstance(x, Pointwise):
+        return reindex(x, ranges, order)
+    # A call into torch stores the value in its own order and takes the permuted view of it,
+    # as inductor's ReinterpretView: `mm(x, w.to(bf16).t())` then writes the cast weight as
+    # the weight lies (like_eager/externs.py), not transposed, which reads it across rows.
+    source, inner = x.view or (x, list)
+    return dataclasses.replace(reindex(x, ranges, order), view=(source, lambda i: inner(order(i))))
 
 
 @register("transpose", "swapaxes", same_dtype=True)

@@ -6,7 +6,9 @@ norm, ReLU, a residual add) then reads and writes with C innermost. Inductor dec
 same ("layout optimization", `GraphLowering.decide_layout_opt` in torch/_inductor/graph.py).
 Outputs still land with eager's strides (like_eager/layouts.py). The graph stores an image
 so by `GraphLowering.realize_preferred`; the calls into torch that take images get them
-channels-last (`extern_images`), a convolution's weight too, once it stops changing.
+channels-last (`extern_images`), a convolution's weight too: a weight the graph computes
+(autocast's cast of it to bfloat16) is written so, a weight it is given is copied once it
+stops changing.
 """
 
 import dataclasses
@@ -125,7 +127,10 @@ def extern_images(graph, target, args) -> tuple[object, tuple, bool]:
     if not graph.channels_last:
         return target, args, False
     if target in CONVOLUTIONS and len(args[0].ranges) == 4:
-        args = (graph.realize_preferred(args[0]), *args[1:])
+        weight = args[1]  # computed here (not yet stored): stored channels-last for free,
+        # where the library would convert it on every call, as for eager's own casts
+        weight = weight if isinstance(weight, BufferView) else graph.realize_preferred(weight)
+        args = (graph.realize_preferred(args[0]), weight, *args[2:])
         return conv2d_with_channels_last_weights(), args, True
     if count := IMAGE_CALLS.get(target):  # images, as the kernels store them
         args = (*map(graph.realize_preferred, args[:count]), *args[count:])

@@ -13,6 +13,8 @@ Torch's inductor lowers ATen ops directly (torch/_inductor/lowering.py registers
 stage 4's graphs, so that a lowering serves both.
 """
 
+import operator
+
 import torch
 import torch.fx
 import torch.nn.functional as F
@@ -108,6 +110,13 @@ def as_torch_calls(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
             x, weight, bias, stride, padding, dilation, _, _, groups = node.args
             node.op, node.target = "call_function", torch.conv2d
             node.args = (x, weight, bias, stride, padding, dilation, groups)
+        elif node.target == aten.max_pool2d_with_indices.default and values_only(node):
+            # Indices nobody reads (inference; a training graph's backward reads them):
+            # `F.max_pool2d`, a reduction our kernels fuse, as inference graphs have it.
+            for user in list(node.users):
+                user.replace_all_uses_with(node)
+                gm.graph.erase_node(user)
+            node.target, node.meta["val"] = F.max_pool2d, node.meta["val"][0]
         elif node.target == aten._to_copy.default and is_cast(node):
             node.op, node.target = "call_method", "to"
             node.kwargs = {"dtype": node.kwargs["dtype"], "copy": True}
@@ -124,6 +133,11 @@ def is_conv2d(node: torch.fx.Node) -> bool:
     x, weight, _, _, _, _, transposed, output_padding, _ = node.args
     dims = [getattr(t.meta.get("val"), "ndim", None) for t in (x, weight)]
     return dims == [4, 4] and not transposed and not any(output_padding)
+
+
+def values_only(node: torch.fx.Node) -> bool:
+    """Whether only the first of a node's results is read (`getitem(node, 0)`)."""
+    return all(u.target is operator.getitem and u.args[1] == 0 for u in node.users)
 
 
 def is_cast(node: torch.fx.Node) -> bool:

@@ -280,3 +280,36 @@ def test_training_under_bf16_autocast_matches_eager(name):
 @pytest.mark.parametrize("name", list(NETS))
 def test_training_under_fp16_autocast_with_a_grad_scaler_matches_eager(name):
     check_training(name, torch.float16, scaled=True)
+
+
+# --- what the casts of weights are written as -------------------------------------------------
+
+
+def linear_and_pool(x, w, conv_w):
+    """A linear layer's weight cast, then transposed for the product; a convolution's weight
+    cast; a max-pool whose indices no one reads."""
+    h = F.max_pool2d(F.conv2d(x, conv_w, padding=1).relu(), 2)
+    return F.linear(h.flatten(1), w)
+
+
+def lowered_under_autocast(fn, *args):
+    keep = KeepGraphs()
+    compiled = stage4_fx.compile(fn, backend=keep, fullgraph=True)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert_same_as_eager(compiled, fn, *args, atol=1e-2, rtol=1e-2)
+    assert_kernels_ran(keep.graphs)
+    ((graph,),) = [g.parts for g in keep.graphs]
+    return graph.last.wrapper_source
+
+
+def test_cast_weights_are_written_in_the_order_the_libraries_read_them():
+    """autocast casts each weight on every call. The cast of a weight that the product reads
+    transposed is written as the weight lies, and the product takes a transposed view (as
+    inductor's ReinterpretView): written transposed, it read the weight across rows, and
+    BERT's casts took twice as long. A convolution's cast weight is written channels-last,
+    as its images are: given an NCHW weight, oneDNN converted it on every call."""
+    x, w, conv_w = torch.randn(2, 3, 8, 8), torch.randn(5, 64), torch.randn(4, 3, 3, 3)
+    code = lowered_under_autocast(linear_and_pool, x, w, conv_w)
+    assert "empty_strided((64, 5), (1, 64), dtype=torch.bfloat16)" in code  # w's own order
+    assert "empty_strided((4, 3, 3, 3), (27, 1, 9, 3), dtype=torch.bfloat16)" in code
+    assert "max_pool2d" not in code  # values only: a reduction of the kernels (training/aten.py)
