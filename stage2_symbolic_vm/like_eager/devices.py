@@ -47,6 +47,23 @@ def tensor_type(tx, tensor, args, kwargs):
             name = name.replace("torch.", f"torch.{tensor.device.type}.", 1)
         return ConstantVariable(name)
     dtype = [*args, *kwargs.values()][0]
-    if not isinstance(dtype.as_python_constant(), torch.dtype):
-        raise Unsupported("untraceable_call", "`x.type(name)` with a type's name, not a dtype")
-    return tx.record_call("type", [tensor, *args], kwargs)
+    name = dtype.as_python_constant()
+    if isinstance(name, torch.dtype):
+        return tx.record_call("type", [tensor, *args], kwargs)
+    cpu_name = name.replace("torch.cuda.", "torch.", 1) if isinstance(name, str) else None
+    if cpu_name not in TYPE_NAMES or len(args) + len(kwargs) > 1:  # `non_blocking=`, a class
+        raise Unsupported("untraceable_call", f"`x.type({name!r})`: a type the VM does not map")
+    # `x.type("torch.cuda.HalfTensor")` is `x.to("cuda", torch.float16)`: self when it is
+    # one already, a copy otherwise, as Tensor.type answers.
+    device = ConstantVariable("cuda" if cpu_name != name else "cpu")
+    return tx.record_call("to", [tensor, device, ConstantVariable(TYPE_NAMES[cpu_name])], {})
+
+
+# "torch.DoubleTensor" -> torch.float64, for the dtypes that have a legacy tensor type.
+TYPE_NAMES = {
+    torch.empty(0, dtype=dtype).type(): dtype
+    for dtype in (
+        torch.float64, torch.float32, torch.float16, torch.bfloat16, torch.int64, torch.int32,
+        torch.int16, torch.int8, torch.uint8, torch.bool,
+    )
+}  # fmt: skip

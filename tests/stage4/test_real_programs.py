@@ -616,8 +616,12 @@ def test_an_lru_cached_helper_is_traced_through():
 def test_tensor_type_converts_and_names():
     one_graph(lambda x: x.type(torch.float64) * 2, torch.randn(4))
     one_graph(lambda x: (x + 1, x.type()), torch.randn(4))
-    report = stage4_fx.explain(lambda x: x.type("torch.DoubleTensor"))(torch.randn(4))
-    assert "type's name" in report.break_reasons[0].reason
+    one_graph(lambda x: x.type("torch.DoubleTensor") * 2, torch.randn(4))
+    one_graph(lambda x: x.type("torch.BFloat16Tensor") + 1, torch.randn(4))
+    # The tensor's own type: the tensor itself, which eager then writes in place.
+    one_graph(lambda x: x.type("torch.FloatTensor").add_(1), torch.randn(4))
+    report = stage4_fx.explain(lambda x: x.type("torch.sparse.FloatTensor"))(torch.randn(4))
+    assert "does not map" in report.break_reasons[0].reason
 
 
 class ScaledGelu(torch.autograd.Function):
