@@ -28,6 +28,17 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 
+@pytest.fixture
+def fresh_compiles():
+    """Stage 4's compiled code and caches dropped before and after the test, so that each
+    test counts its own compiles (a module's `pytestmark` asks for it)."""
+    import stage4_fx  # not at the top: the earlier stages' tests run without stage 4
+
+    stage4_fx.reset()
+    yield
+    stage4_fx.reset()
+
+
 def pytest_collection_modifyitems(items):
     """`pytest -m stage3` runs exactly the chapter a reader is on."""
     for item in items:

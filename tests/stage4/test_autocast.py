@@ -26,11 +26,7 @@ X = torch.randn(4, 8)
 W = torch.randn(8, 8)
 
 
-@pytest.fixture(autouse=True)
-def fresh():
-    stage4_fx.reset()
-    yield
-    stage4_fx.reset()
+pytestmark = pytest.mark.usefixtures("fresh_compiles")  # tests/conftest.py
 
 
 class Block(torch.nn.Module):

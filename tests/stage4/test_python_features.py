@@ -34,12 +34,7 @@ import stage4_fx
 from stage3_guards import counters
 from tests.oracle import assert_same_as_eager, clone_args
 
-
-@pytest.fixture(autouse=True)
-def fresh_caches():
-    stage4_fx.reset()
-    yield
-    stage4_fx.reset()
+pytestmark = pytest.mark.usefixtures("fresh_compiles")  # tests/conftest.py
 
 
 def state_of(value):

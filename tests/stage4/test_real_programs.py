@@ -22,12 +22,7 @@ import stage4_fx
 from stage3_guards import counters
 from tests.oracle import assert_same_as_eager
 
-
-@pytest.fixture(autouse=True)
-def fresh():
-    stage4_fx.reset()
-    yield
-    stage4_fx.reset()
+pytestmark = pytest.mark.usefixtures("fresh_compiles")  # tests/conftest.py
 
 
 def compiles_of(fn, *calls):

@@ -38,11 +38,7 @@ class TwoLinear(torch.nn.Module):
         return self.scaled(self.fc2(torch.relu(self.fc1(x)))) + self.shift
 
 
-@pytest.fixture(autouse=True)
-def fresh():
-    stage4_fx.reset()
-    yield
-    stage4_fx.reset()
+pytestmark = pytest.mark.usefixtures("fresh_compiles")  # tests/conftest.py
 
 
 @pytest.fixture

@@ -55,11 +55,7 @@ IN_DISABLED = [op for op in OPS if op != "to_bf16"]
 TOLERANCE = {torch.bfloat16: 1e-2, torch.float16: 1e-2}
 
 
-@pytest.fixture(autouse=True)
-def fresh():
-    stage4_fx.reset()
-    yield
-    stage4_fx.reset()
+pytestmark = pytest.mark.usefixtures("fresh_compiles")  # tests/conftest.py
 
 
 def inputs():

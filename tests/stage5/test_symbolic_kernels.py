@@ -18,12 +18,7 @@ from stage5_inductor_cpp import compile_fx
 from tests.oracle import assert_same_as_eager
 from tests.stage5.helpers import KeepGraphs
 
-
-@pytest.fixture(autouse=True)
-def fresh():
-    stage4_fx.reset()
-    yield
-    stage4_fx.reset()
+pytestmark = pytest.mark.usefixtures("fresh_compiles")  # tests/conftest.py
 
 
 def softmax_by_hand(x):

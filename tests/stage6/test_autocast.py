@@ -24,12 +24,7 @@ from tests.stage5.test_autocast import (
 )
 from tests.stage6.helpers import DEVICES, on
 
-
-@pytest.fixture(autouse=True)
-def fresh():
-    stage4_fx.reset()
-    yield
-    stage4_fx.reset()
+pytestmark = pytest.mark.usefixtures("fresh_compiles")  # tests/conftest.py
 
 
 @pytest.mark.parametrize("device", DEVICES)

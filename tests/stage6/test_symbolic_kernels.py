@@ -14,12 +14,7 @@ from tests.stage5.helpers import KeepGraphs
 from tests.stage5.test_symbolic_kernels import PROGRAMS
 from tests.stage6.helpers import DEVICES
 
-
-@pytest.fixture(autouse=True)
-def fresh():
-    stage4_fx.reset()
-    yield
-    stage4_fx.reset()
+pytestmark = pytest.mark.usefixtures("fresh_compiles")  # tests/conftest.py
 
 
 @pytest.mark.parametrize("device", DEVICES)
