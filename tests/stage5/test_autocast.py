@@ -15,7 +15,7 @@ import copy
 import pytest
 import torch
 import torch.nn.functional as F
-from hypothesis import given, note, settings
+from hypothesis import example, given, note, settings
 from hypothesis import strategies as st
 
 import stage4_fx
@@ -100,6 +100,20 @@ def programs(draw):
     return steps, region, dtype
 
 
+def raises_as_eager(fn, args, backend) -> bool:
+    """Whether eager refuses the program (`cat` of bfloat16 and float32 values under float16
+    autocast: "Unexpected floating ScalarType in at::autocast::prioritize"); if it does,
+    the compiled function must raise the same. Not with fullgraph=True: there an error the
+    code does not catch is a GraphBreakError, as torch's "Observed exception"."""
+    try:
+        fn(*args)
+    except RuntimeError as error:
+        with pytest.raises(type(error)):
+            stage4_fx.compile(fn, backend=backend)(*args)
+        return True
+    return False
+
+
 def assert_close_under(actual, expected, dtype):
     """Same dtype, and values within autocast's tolerance relative to the largest."""
     tol = TOLERANCE[dtype]
@@ -120,6 +134,7 @@ def assert_kernels_ran(graphs, backward=False, kernels=True):
 
 @settings(max_examples=25)
 @given(programs())
+@example((["linear", "to_bf16", "cat"], None, torch.float16))  # eager raises (raises_as_eager)
 def test_random_programs_under_autocast(program):
     steps, region, dtype = program
     source, fn = make_program(steps, region)
@@ -129,6 +144,8 @@ def test_random_programs_under_autocast(program):
     keep = KeepGraphs()
     compiled = stage4_fx.compile(fn, backend=keep, fullgraph=True)
     with torch.autocast("cpu", dtype=dtype):
+        if raises_as_eager(fn, args, keep):
+            return
         expected = fn(*args)
         actual = compiled(*args)
     assert actual.dtype == expected.dtype

@@ -21,6 +21,7 @@ from tests.stage5.test_autocast import (
     inputs,
     make_program,
     programs,
+    raises_as_eager,
 )
 from tests.stage6.helpers import DEVICES, on
 
@@ -39,6 +40,8 @@ def test_random_programs_under_autocast(device, program):
     keep = KeepGraphs(compile_fx)
     compiled = stage4_fx.compile(fn, backend=keep, fullgraph=True)
     with torch.autocast(device, dtype=dtype):
+        if raises_as_eager(fn, args, keep):
+            return
         expected = fn(*args)
         actual = compiled(*args)
     assert actual.dtype == expected.dtype
