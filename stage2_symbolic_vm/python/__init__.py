@@ -12,4 +12,5 @@ callables.py        method objects, functools.partial, super(), a function's att
 exceptions.py       exception objects the traced code makes, raises and catches
 constants.py        a constant's attributes and methods, run now
 signatures.py       `inspect.signature` safe in threads (CPython 3.11's `ast.parse` race)
+pure_python.py      heapq's and bisect's C functions, traced as their Python twins
 """

@@ -40,6 +40,7 @@ from ..variables import (
     Variable,
     constant_args,
 )
+from . import pure_python
 from .dicts import DictVariable
 from .exceptions import ExceptionVariable
 from .sequences import TupleVariable
@@ -552,6 +553,8 @@ class ObjectVariable(Variable):
         return tx.wrap(getattr(self.value, name), attr_of(self.source, name))
 
     def call(self, tx, args, kwargs):
+        if (result := pure_python.call(tx, self.value, args, kwargs)) is not None:
+            return result  # `heapq.heappush`: its Python twin, traced
         name = getattr(self.value, "__qualname__", type(self.value).__name__)
         module = getattr(self.value, "__module__", None)
         shown = f"{module}.{name}" if module else name
