@@ -136,14 +136,21 @@ def assert_kernels_ran(graphs, backward=False, kernels=True):
 @given(programs())
 @example((["linear", "to_bf16", "cat"], None, torch.float16))  # eager raises (raises_as_eager)
 def test_random_programs_under_autocast(program):
+    check_program(program, "cpu", compile_fx)
+
+
+def check_program(program, device: str, backend):
+    """A random program under `device`'s autocast, compiled whole by `backend` (stage 5's or
+    stage 6's inductor): eager's dtype and values within autocast's tolerance, or eager's
+    error; its graph's kernels ran."""
     steps, region, dtype = program
-    source, fn = make_program(steps, region)
-    note(f"autocast {dtype}\n{source}")
-    args = inputs()
+    source, fn = make_program(steps, region, device)
+    note(f"autocast {device} {dtype}\n{source}")
+    args = [a.to(device) for a in inputs()]
     stage4_fx.reset()
-    keep = KeepGraphs()
+    keep = KeepGraphs(backend)
     compiled = stage4_fx.compile(fn, backend=keep, fullgraph=True)
-    with torch.autocast("cpu", dtype=dtype):
+    with torch.autocast(device, dtype=dtype):
         if raises_as_eager(fn, args, keep):
             return
         expected = fn(*args)

@@ -8,22 +8,11 @@ the kernels fuse), only the kernels' language differs.
 
 import pytest
 import torch
-from hypothesis import given, note, settings
+from hypothesis import given, settings
 
-import stage4_fx
 from stage6_inductor_triton import compile_fx
-from tests.stage5.helpers import KeepGraphs
-from tests.stage5.test_autocast import (
-    NETS,
-    assert_close_under,
-    assert_kernels_ran,
-    check_training,
-    inputs,
-    make_program,
-    programs,
-    raises_as_eager,
-)
-from tests.stage6.helpers import DEVICES, on
+from tests.stage5.test_autocast import NETS, check_program, check_training, programs
+from tests.stage6.helpers import DEVICES
 
 pytestmark = pytest.mark.usefixtures("fresh_compiles")  # tests/conftest.py
 
@@ -32,21 +21,7 @@ pytestmark = pytest.mark.usefixtures("fresh_compiles")  # tests/conftest.py
 @settings(max_examples=8, deadline=None)
 @given(program=programs())
 def test_random_programs_under_autocast(device, program):
-    steps, region, dtype = program
-    source, fn = make_program(steps, region, device)
-    note(f"autocast {device} {dtype}\n{source}")
-    args = on(device, inputs())
-    stage4_fx.reset()
-    keep = KeepGraphs(compile_fx)
-    compiled = stage4_fx.compile(fn, backend=keep, fullgraph=True)
-    with torch.autocast(device, dtype=dtype):
-        if raises_as_eager(fn, args, keep):
-            return
-        expected = fn(*args)
-        actual = compiled(*args)
-    assert actual.dtype == expected.dtype
-    assert_close_under(actual, expected, dtype)
-    assert_kernels_ran(keep.graphs, kernels=False)
+    check_program(program, device, compile_fx)
 
 
 @pytest.mark.parametrize("device", DEVICES)
