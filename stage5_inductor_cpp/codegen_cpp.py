@@ -144,9 +144,8 @@ class CppKernel(KernelWriter):
 
     def __init__(self, kernel: FusedKernel, dtypes: dict[str, torch.dtype]):
         super().__init__(kernel, dtypes)
-        self.stashes = stash.stashes(
-            kernel
-        )  # reduction -> the output its loop stores its values into
+        # reduction -> the output its loop stores its values into
+        self.stashes = stash.stashes(kernel)
         self.stashed: dict[str, tuple[str, str]] = {}  # buffer -> (key, C++ load) it holds
         self.read_back: dict[str, str] = {}  # in the loop being written: key -> C++ load
 

@@ -41,7 +41,7 @@ from .like_eager.dtypes import result_dtype
 from .like_eager.externs import ExternValue, MethodOf, extern
 from .like_eager.functionalize import without_inplace
 from .like_eager.in_place import InPlaceWrites
-from .like_eager.meta_run import attribute, run_on_meta
+from .like_eager.meta_run import attribute, run_on_meta, tensors_in
 from .lowering import LOWERINGS, Fallback, is_tensor
 from .lowerings.arguments import by_position
 from .performance import channels_last, reuse
@@ -56,10 +56,6 @@ log = get_logger("kernels")
 
 def _is_ir(value) -> bool:
     return is_tensor(value) or isinstance(value, ExternValue)
-
-
-def _has_tensor(value) -> bool:
-    return any(isinstance(v, torch.Tensor) for v in pytree.tree_leaves(value))
 
 
 class GraphLowering:
@@ -221,7 +217,7 @@ class GraphLowering:
         made = None  # a factory's result, made now: its value, size and dtype
         if op != "call_module" and not any(map(_is_ir, pytree.tree_leaves((args, kwargs)))):
             made = call_now(target, args, kwargs)  # shape arithmetic (`x.size(0) * 2`)
-            if not _has_tensor(made):
+            if not tensors_in(made):
                 return made
             devices.check_device(self, made, node.name)  # a factory: `torch.ones(3, device="cuda")`
         lowering = LOWERINGS.get(key) if op != "call_module" else None

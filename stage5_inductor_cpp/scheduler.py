@@ -191,10 +191,6 @@ def other_element(name, index, writer: SchedulerNode, reader: SchedulerNode, n: 
     return None
 
 
-def numel(ranges) -> int:
-    return math.prod(ranges)
-
-
 class Scheduler:
     """Turns a `GraphLowering` into an ordered list of `FusedKernel` and `ExternCall` steps."""
 
@@ -243,8 +239,8 @@ class Scheduler:
         if outer is None:
             outer, ranges = list(step.outer), list(node.ranges)
             return f"iteration spaces differ: kernel outer {outer}, node {ranges}"
-        biggest = max(hint(numel(n.ranges)) for n in [*step.nodes, node])  # sizes.py
-        if numel(outer) == 1 and biggest > 1:
+        biggest = max(hint(math.prod(n.ranges)) for n in [*step.nodes, node])  # sizes.py
+        if math.prod(outer) == 1 and biggest > 1:
             return "the fused kernel would have no parallel loop"
         n = len(outer)
         producers = {p.name: p for p in step.nodes}

@@ -8,17 +8,10 @@ replaces it when it is better, or NaN, unless the accumulator already holds a Na
 """
 
 from .. import codegen_cpp as cpp
+from ..ir import contiguous_strides
 from ..kernel_writer import Value
 from ..performance import stash
 from ..scheduler import SchedulerNode
-
-
-def _strides(ranges):
-    strides, running = [], 1
-    for size in reversed(ranges):
-        strides.append(running)
-        running *= size
-    return list(reversed(strides))
 
 
 def arg_reduction_loop(writer, node: SchedulerNode, acc: str):
@@ -29,10 +22,8 @@ def arg_reduction_loop(writer, node: SchedulerNode, acc: str):
     start = writer.overrides.start(data.reduction_type, t, data.src_dtype.is_floating_point)
     writer.lines.append(f"{t} {acc} = {start};")
     writer.lines.append(f"int64_t {acc}_index = 0;")
-    flat = (
-        " + ".join(f"{stride}*r{i}" for i, stride in enumerate(_strides(data.reduction_ranges)))
-        or "0"
-    )
+    strides = contiguous_strides(data.reduction_ranges)  # its flat position, as torch counts
+    flat = " + ".join(f"{stride}*r{i}" for i, stride in enumerate(strides)) or "0"
     with writer.block() as body:
         value = node.call_inner_fn(writer, writer.n)
         if node.name in writer.stashes:

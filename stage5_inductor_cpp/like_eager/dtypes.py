@@ -18,7 +18,7 @@ from .externs import ExternValue
 CPU = torch.device("cpu")
 
 
-def stand_in(value, device="cpu"):
+def stand_in(value, device):
     """A one-element tensor with `value`'s dtype and rank: enough for torch to pick the dtype."""
     if is_tensor(value):
         return torch.ones((1,) * len(value.ranges), dtype=value.dtype, device=device)

@@ -25,7 +25,7 @@ from ..lowering import (
     upcast,
 )
 from ..symbolic.sizes import is_symbolic, maximum
-from .views import _numel, reshape_to
+from .views import reshape_to
 
 
 @register("sigmoid")
@@ -127,7 +127,7 @@ def masked_fill(graph, out, x, mask, value):
 @register("mean")
 def mean(graph, out, x, dim=None, keepdim=False, *, dtype=None):
     dims = reduced_dims(x, _dims(dim))
-    count = _numel([x.ranges[d] for d in dims])
+    count = math.prod([x.ranges[d] for d in dims])
     acc = upcast(out.dtype)  # a float16 sum may overflow where the mean does not
     total = make_reduction(graph, x, dims, keepdim, "sum", acc, acc)
     return make_pointwise(ops.truediv, total, as_float(count), dtype=out.dtype)
@@ -148,7 +148,7 @@ def _variance(graph, x, dims, correction, keepdim, dtype):
     deviations, read the data twice (and on the GPU take two more kernels: a batch norm's
     statistics in training). Double data takes them: its square may overflow."""
     dims = reduced_dims(x, dims)
-    count = _numel([x.ranges[d] for d in dims])
+    count = math.prod([x.ranges[d] for d in dims])
     divisor = as_float(maximum(count - correction, 0))
     acc = torch.float64
     total = make_reduction(graph, x, dims, True, "sum", acc, acc)
@@ -361,7 +361,7 @@ def logsumexp(graph, out, x, dim, keepdim=False):
 def _normalized(graph, x, dims, eps, acc):
     """`(x - mean) / sqrt(var + eps)` over `dims`, in the dtype `acc`: the two passes of
     `_variance`, with the biased variance, as every norm uses."""
-    count = as_float(_numel([x.ranges[d] for d in dims]))
+    count = as_float(math.prod([x.ranges[d] for d in dims]))
     total = make_reduction(graph, x, dims, True, "sum", acc, acc)
     mean = make_pointwise(ops.truediv, total, count, dtype=acc)
     deviation = make_pointwise(ops.sub, x, mean, dtype=acc)
@@ -484,7 +484,7 @@ def rms_norm(graph, out, x, normalized_shape, weight=None, eps=None):
     dims = list(range(len(x.ranges) - len(shape), len(x.ranges)))
     squares = make_pointwise(lambda v: ops.mul(v, v), x, dtype=acc)
     total = make_reduction(graph, squares, dims, True, "sum", acc, acc)
-    mean = make_pointwise(ops.truediv, total, as_float(_numel(shape)), dtype=acc)
+    mean = make_pointwise(ops.truediv, total, as_float(math.prod(shape)), dtype=acc)
     scale = make_pointwise(lambda m: ops.rsqrt(ops.add(m, ops.constant(eps, acc))), mean, dtype=acc)
     return _affine(make_pointwise(ops.mul, x, scale, dtype=acc), weight, None, out.dtype)
 

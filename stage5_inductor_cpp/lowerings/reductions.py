@@ -1,6 +1,8 @@
 """Reductions that answer with positions: `max(x, dim)` and `min(x, dim)` (values and
 indices), `argmax`, `argmin`; and `max(x, other)`, elementwise."""
 
+import math
+
 import torch
 
 from ..ir import ops
@@ -14,7 +16,7 @@ from ..lowering import (
     register,
     reindex,
 )
-from .views import _numel, reshape_to
+from .views import reshape_to
 
 
 def _max_min(kind):
@@ -40,7 +42,7 @@ def _arg_reduction(kind):
     def lower(graph, out, x, dim=None, keepdim=False):
         _check_not_empty(x, _dims(dim), kind)
         if dim is None:
-            flat = reshape_to(graph, x, (_numel(x.ranges),))
+            flat = reshape_to(graph, x, (math.prod(x.ranges),))
             result = make_reduction(graph, flat, [0], False, kind, torch.int64)
             return reindex(result, (1,) * len(x.ranges), lambda idx: []) if keepdim else result
         return make_reduction(graph, x, [_dim(dim, len(x.ranges))], keepdim, kind, torch.int64)

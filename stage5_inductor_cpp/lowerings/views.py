@@ -6,6 +6,7 @@ not affine (merging dims of a transposed tensor, say) reads a contiguous buffer.
 
 import dataclasses
 import itertools
+import math
 import operator
 
 import torch
@@ -73,13 +74,6 @@ def size1_reindex(source_ranges, ranges):
     return fn
 
 
-def _numel(ranges):
-    n = 1
-    for s in ranges:
-        n *= s
-    return n
-
-
 @register("permute", same_dtype=True)
 def permute(graph, out, x, *dims):
     dims = dims[0] if len(dims) == 1 and isinstance(dims[0], (list, tuple)) else dims
@@ -137,19 +131,19 @@ def expand(graph, out, x, *sizes):
 def _infer_size(shape, numel):
     """`view(2, -1)`'s sizes, with the error torch raises when they do not fit."""
     shape = list(shape[0] if len(shape) == 1 and isinstance(shape[0], (list, tuple)) else shape)
-    known = _numel([s for s in shape if s != -1])
+    known = math.prod([s for s in shape if s != -1])
     if -1 in shape:
         if known == 0 or numel % known:
             raise RuntimeError(f"shape '{shape}' is invalid for input of size {numel}")
         shape[shape.index(-1)] = numel // known
-    if _numel(shape) != numel:
+    if math.prod(shape) != numel:
         raise RuntimeError(f"shape '{shape}' is invalid for input of size {numel}")
     return tuple(shape)
 
 
 RESHAPES = {
-    "view": lambda x, *shape: _infer_size(shape, _numel(x.ranges)),
-    "reshape": lambda x, *shape: _infer_size(shape, _numel(x.ranges)),
+    "view": lambda x, *shape: _infer_size(shape, math.prod(x.ranges)),
+    "reshape": lambda x, *shape: _infer_size(shape, math.prod(x.ranges)),
     "view_as": lambda x, other: other.ranges,
     "reshape_as": lambda x, other: other.ranges,
     "unsqueeze": lambda x, dim: _unsqueezed(x.ranges, _dim(dim, len(x.ranges) + 1)),
@@ -176,7 +170,7 @@ def _flattened(ranges, start, end):
     if not ranges:
         return (1,)
     start, end = _dim(start, len(ranges)), _dim(end, len(ranges))
-    return (*ranges[:start], _numel(ranges[start : end + 1]), *ranges[end + 1 :])
+    return (*ranges[:start], math.prod(ranges[start : end + 1]), *ranges[end + 1 :])
 
 
 def _unflattened(ranges, dim, sizes):
@@ -396,14 +390,6 @@ def stack(graph, out, tensors, dim=0):
 
 
 # ----------------------------------------------------------------------------- sizes
-
-
-ATTRIBUTES = {
-    "shape": None,
-    "ndim": lambda graph, x: len(x.ranges),
-    "dtype": lambda graph, x: x.dtype,
-    "device": lambda graph, x: graph.device,
-}
 
 
 @register("size", getattr, same_dtype=True)

@@ -8,6 +8,7 @@ import torch.fx
 
 from stage4_fx.training.aot import aot_autograd
 
+from ..like_eager.in_torch import devices_of
 from .aten import DECOMPOSITIONS, as_torch_calls
 
 
@@ -19,8 +20,7 @@ class TrainingGraphs:
     def train(self, args):
         """The forward and backward graphs of stage 4's aot.py, each compiled by the
         graph's own class (their ATen ops made torch calls, aten.py)."""
-        devices = {a.device for a in args if isinstance(a, torch.Tensor)}
-        reason = self.device_reason(devices)
+        reason = self.device_reason(devices_of(args))
         if reason:
             self.ran_in_torch(reason)
             return self.gm(*args)
