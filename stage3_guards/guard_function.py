@@ -113,7 +113,7 @@ def _tensor_lines(tensors: list[Guard], reads: "SharedReads", written: set) -> l
 
 
 def _tensors_check(tensors: list[Guard]):
-    return check_tensors_like([guard.example() for guard in tensors])
+    return check_tensors_like([guard.example() for guard in tensors], [g.dims for g in tensors])
 
 
 class SharedReads:

@@ -74,9 +74,11 @@ class Guard:
     summary: str  # what the trace saw, in words: "float32, cpu, size=(4, 8), stride=(8, 1)"
     checks: tuple[Check, ...]
     names: dict = field(default_factory=dict, compare=False)  # name -> object the code uses
-    # TENSOR_MATCH: a weak reference to the tensor the trace saw, from which the guard
-    # function builds torch's C++ check of all its tensors at once (guard_function.py)
+    # TENSOR_MATCH: a weak reference to the tensor the trace saw, and the sizes and strides
+    # the guard compares (None for a symbolic one), from which the guard function builds
+    # torch's C++ check of all its tensors at once (guard_function.py)
     example: object = field(default=None, compare=False, repr=False)
+    dims: tuple | None = field(default=None, compare=False, repr=False)
 
     def __str__(self):
         where = f"{self.source.describe()} " if self.source is not None else ""
@@ -240,8 +242,8 @@ def tensor_match(source: Source, value, names: Names) -> Guard:
         summary = f"{type_name(type(value))}, {summary}"
     if value.requires_grad:
         summary += ", requires_grad=True"
-    example = weakref.ref(value)
-    return Guard("TENSOR_MATCH", source, summary, checks, names.objects, example)
+    example, dims = weakref.ref(value), (size, stride)
+    return Guard("TENSOR_MATCH", source, summary, checks, names.objects, example, dims)
 
 
 def constant_match(source: Source, value, names: Names) -> Guard:

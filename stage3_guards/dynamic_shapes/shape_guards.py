@@ -11,6 +11,7 @@ trace relied on (`L['x'].size()[0] >= 2`), as torch's ShapeEnv produces them.
 import ast
 import math
 import re
+import weakref
 
 import torch
 
@@ -49,7 +50,8 @@ def symbolic_tensor_match(source: Source, value, names: Names, fake, env) -> Gua
     summary += f"({', '.join(_symbolic_text(s, env) for s in fake.stride())})"
     if value.requires_grad:
         summary += ", requires_grad=True"
-    return Guard("TENSOR_MATCH", source, summary, tuple(checks), names.objects)
+    example, dims = weakref.ref(value), (sizes, strides)  # the C++ check skips the Nones
+    return Guard("TENSOR_MATCH", source, summary, tuple(checks), names.objects, example, dims)
 
 
 def _static_value(size, env):

@@ -10,15 +10,18 @@ import torch
 from torch._C._dynamo.guards import TensorGuards
 
 
-def check_tensors_like(examples: list) -> object:
+def check_tensors_like(examples: list, dims: list | None = None) -> object:
     """torch's C++ check that tensors have the examples' type, dispatch keys, dtype, device,
     sizes, strides and requires_grad (torch/csrc/dynamo/guards.cpp), all in one call: what
     early TorchDynamo's guard lambdas called as `___check_tensors`; torch 2.x's guard
-    managers call the same checks."""
+    managers call the same checks. `dims[i]`, where given, is the (sizes, strides) to
+    compare for the i-th tensor, None for a dimension that may vary (a symbolic size: the
+    shape guard checks it), as torch passes them for dynamic shapes."""
+    dims = dims or [(t.size(), t.stride()) for t in examples]
     return TensorGuards(
         *examples,
-        dynamic_dims_sizes=[list(t.size()) for t in examples],
-        dynamic_dims_strides=[list(t.stride()) for t in examples],
+        dynamic_dims_sizes=[list(sizes) for sizes, _ in dims],
+        dynamic_dims_strides=[list(strides) for _, strides in dims],
     ).check
 
 

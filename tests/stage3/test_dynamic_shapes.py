@@ -307,6 +307,30 @@ def test_parameters_keep_their_sizes():
     assert [tuple(fake.shape) for _, fake in shapes.tracked][1] == (2, 3)
 
 
+def test_tensors_with_symbolic_sizes_are_checked_in_cpp_at_once_too():
+    """A trace with symbolic sizes checks its tensors in one C++ call, as a static one does,
+    with the symbolic dims left out (torch passes None for them); before, a model's hundreds
+    of parameters were read dim by dim in Python on every call."""
+    linear = torch.nn.Linear(3, 2)
+
+    def forward(x, weight):
+        return x @ weight.t()
+
+    f = jit(forward)
+    for rows in (4, 5):
+        f(torch.randn(rows, 3), linear.weight)
+    entry = f.cache.entries[0]
+    assert entry.trace.shapes.active
+    assert "    if not check_tensors(L_x, L_weight):\n" in entry.guards.source
+    check_tensors = entry.check.__globals__["check_tensors"]
+    assert check_tensors(torch.randn(9, 3), linear.weight)  # the symbolic dim: any size
+    assert not check_tensors(torch.randn(9, 4), linear.weight)  # a static dim changed
+    assert not check_tensors(torch.randn(9, 3).t().contiguous().t(), linear.weight)  # a stride
+    for rows in (6, 7):
+        assert_same_as_eager(f, forward, torch.randn(rows, 3), linear.weight)
+    assert counters.compiled == 2
+
+
 def test_a_bare_trace_is_static_unless_marked():
     x = torch.randn(4, 3)
     assert not stage2_symbolic_vm.trace(rows_times_two, x).shapes.active
