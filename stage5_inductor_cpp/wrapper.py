@@ -26,15 +26,23 @@ from .scheduler import ExternCall, FusedKernel
 from .symbolic.code import fits_source, symbol_sources
 from .symbolic.sizes import is_symbolic, sizes_text, text
 
+# Another layout of a tensor's elements, `reinterpret(t, size, stride, offset)`, for the
+# kernels and externs of the wrapper: `offset` counts from its first element, not its
+# storage's. torch's C++ function, as inductor's wrappers call it (`reinterpret_tensor`):
+# `as_strided` costs twice as much, and a model's wrapper makes a hundred such views a call.
+# Its result shares the storage but is no view to autograd (no `_base`, a version counter
+# of its own), so what the wrapper returns is made by `view` instead.
+reinterpret = torch._C._dynamo.guards._reinterpret_tensor
 
-def reinterpret(tensor, size, stride, offset):
-    """A view of `tensor`'s elements: `offset` counts from its first element, not its storage's."""
+
+def view(tensor, size, stride, offset):
+    """`reinterpret` as a real view: a returned view of an input is one, as in eager."""
     return torch.as_strided(tensor, size, stride, tensor.storage_offset() + offset)
 
 
 def with_layout(tensor, size, stride):
     """Kernels index with the strides the meta functions promised; copy in the rare other case."""
-    if tuple(tensor.stride()) == stride or math.prod(size) <= 1:
+    if tensor.stride() == stride or math.prod(size) <= 1:
         return tensor
     return torch.empty_strided(size, stride, dtype=tensor.dtype, device=tensor.device).copy_(tensor)
 
@@ -46,32 +54,32 @@ class WrapperCode:
         self.graph, self.steps = graph, scheduler.steps
         self.kernel_params = kernel_params  # kernel name -> buffer names, in signature order
         self.namespace = {"torch": torch, "empty_strided": torch.empty_strided}
-        self.namespace.update(reinterpret=reinterpret, with_layout=with_layout)
+        self.namespace.update(reinterpret=reinterpret, view=view, with_layout=with_layout)
         self.namespace.update(increment_version=torch.autograd.graph.increment_version)
         self.namespace.update(graph.constants)
         self.symbols = symbol_sources(graph)  # symbol -> where the wrapper reads it
         self.lines: list[str] = []
         self.made_as = memory_plan.views_to_allocate(self)  # buffer -> the layout it is made with
 
-    def value(self, v) -> str:
-        """Python source for an extern argument or an output."""
+    def value(self, v, maker="reinterpret") -> str:
+        """Python source for an extern argument or (`maker="view"`) an output."""
         if isinstance(v, BufferView):
             if v.layout == self.made_as.get(v.buffer.name, v.buffer.layout):
                 return v.buffer.name
             size, stride = sizes_text(v.layout.size), sizes_text(v.layout.stride)
-            return f"reinterpret({v.buffer.name}, {size}, {stride}, {text(v.layout.offset)})"
+            return f"{maker}({v.buffer.name}, {size}, {stride}, {text(v.layout.offset)})"
         if is_symbolic(v):  # a size computed from symbols (`x.size(0) * 2`)
             return text(v)
         if isinstance(v, ExternValue):
             return v.buffer.name
         if isinstance(v, list) or type(v) is tuple:
-            inner = ", ".join(self.value(x) for x in v)
+            inner = ", ".join(self.value(x, maker) for x in v)
             return f"[{inner}]" if isinstance(v, list) else f"({inner}{',' if len(v) == 1 else ''})"
         if isinstance(v, tuple):  # a named tuple of torch.return_types, as `max(x, 0)` returns
-            inner = ", ".join(self.value(x) for x in v)
+            inner = ", ".join(self.value(x, maker) for x in v)
             return f"{self.value(type(v))}(({inner},))"
         if isinstance(v, dict):
-            return "{" + ", ".join(f"{k!r}: {self.value(x)}" for k, x in v.items()) + "}"
+            return "{" + ", ".join(f"{k!r}: {self.value(x, maker)}" for k, x in v.items()) + "}"
         if (
             v is None
             or isinstance(v, (bool, int, str))
@@ -105,7 +113,7 @@ class WrapperCode:
         if written := [self.graph.inputs[i].name for i in self.graph.written_inputs]:
             # as after eager's in-place ops: autograd sees that the caller's tensors changed
             self.lines.append(f"    increment_version(({', '.join(written)},))")
-        self.lines.append(f"    return {self.value(self.graph.outputs)}")
+        self.lines.append(f"    return {self.value(self.graph.outputs, 'view')}")
         if self.guard is None:
             return "\n".join(["def call(args):", *self.lines]) + "\n"
         body = [f"    {line}" for line in self.lines]
