@@ -30,6 +30,11 @@ class Rules:
     # A graph with few convolutions among many ops keeps eager's layout, where the CPU
     # runs every graph with convolutions channels-last (performance/channels_last.py).
     few_convolutions_keep_eager_layout: bool = False
+    # A node joins an earlier kernel across calls into torch, when it reads nothing those
+    # calls make (autocast's weight casts: one launch for them all, where the host is the
+    # bound). On a CPU a big one stays after the last call before it: its values are still
+    # in the cache when the call after it reads them (scheduler.py's `place`).
+    fuse_across_library_calls: bool = False
 
 
 CPU_RULES = Rules()  # stage 5's

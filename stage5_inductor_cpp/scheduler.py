@@ -47,6 +47,12 @@ from .like_eager.functionalize import WriteBack
 from .performance import dead_buffers
 from .symbolic.sizes import hint
 
+# On a CPU a node of more elements than this stays after the library call before it
+# (rules.py's `fuse_across_library_calls`); a smaller one (a batch norm's per-channel
+# scale, a bias cast) joins an earlier kernel: read back from memory it costs less than
+# a kernel of its own.
+CACHE_RESIDENT = 4096
+
 log = get_logger("kernels")
 
 
@@ -223,6 +229,9 @@ class Scheduler:
             (i for i, step in enumerate(self.steps) if step.produced() & reads), default=-1
         )
         earliest = max(earliest, in_place.last_step_before(self.steps, node))  # a write-back
+        big = hint(math.prod(node.ranges)) > CACHE_RESIDENT
+        if big and not self.graph.rules.fuse_across_library_calls:  # rules.py says why
+            earliest = max(earliest, self.last_extern_call())
         for i in range(len(self.steps) - 1, max(earliest, 0) - 1, -1):
             reason = self.refuse(self.steps[i], node)
             if reason is None:
@@ -230,6 +239,9 @@ class Scheduler:
                 return
             log.info("not fusing %s into step %d: %s", node.name, i, reason)
         self.steps.append(self.new_kernel(node))
+
+    def last_extern_call(self) -> int:
+        return max((i for i, s in enumerate(self.steps) if isinstance(s, ExternCall)), default=-1)
 
     def refuse(self, step, node: SchedulerNode) -> str | None:
         """Why `node` cannot join `step`, or None when it can."""

@@ -147,6 +147,7 @@ GPU_RULES = Rules(
     stack_sibling_products=True,
     recompute_images=True,
     few_convolutions_keep_eager_layout=True,
+    fuse_across_library_calls=True,
 )
 
 

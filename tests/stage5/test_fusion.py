@@ -174,6 +174,36 @@ def test_horizontal_fusion_of_independent_outputs():
     assert len(steps) == 1
 
 
+def two_layers_in_bfloat16(x, w1, w2):
+    """autocast's pattern: each weight cast just before the product that reads it."""
+    h = torch.mm(x.bfloat16(), w1.bfloat16()).float().relu()
+    return torch.mm(h.bfloat16(), w2.bfloat16())
+
+
+def second_cast_step(x, w1, w2):
+    """The steps before the kernel that casts `w2`, by kind, and the number of kernels."""
+    steps = schedule(two_layers_in_bfloat16, x, w1, w2).steps
+    kernels = [s for s in steps if isinstance(s, FusedKernel)]
+    second = next(s for s in kernels if any("arg2" in n.reads() for n in s.nodes))
+    return [type(s).__name__ for s in steps[: steps.index(second)]], len(kernels)
+
+
+def test_a_big_cast_stays_after_the_library_call_before_it_on_the_cpu(monkeypatch):
+    """On the CPU the second weight's cast is not hoisted into the first one's kernel, before
+    the first product: it runs just before its own product, which then reads its values from
+    the cache. A small one is (CACHE_RESIDENT), and the GPU rule hoists any: one launch."""
+    x, w1, w2 = torch.randn(8, 128), torch.randn(128, 128), torch.randn(128, 128)
+    before, count = second_cast_step(x, w1, w2)
+    assert "ExternCall" in before and count == 4
+    check_both(two_layers_in_bfloat16, x, w1, w2)
+    small = torch.randn(8, 16), torch.randn(16, 16), torch.randn(16, 16)
+    before, count = second_cast_step(*small)
+    assert "ExternCall" not in before and count == 3  # in the first weight's kernel
+    monkeypatch.setattr(CPU_RULES, "fuse_across_library_calls", True)
+    before, count = second_cast_step(x, w1, w2)
+    assert "ExternCall" not in before and count == 3
+
+
 def test_refused_fusion_is_logged():
     with kernel_logs() as records:
         steps = schedule(lambda t: (t.sum(0), t.sum(1)), torch.randn(16, 32)).steps
