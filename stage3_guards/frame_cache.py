@@ -29,10 +29,11 @@ from stage1_eval_frame import SKIP, call_unhooked, skip_code
 from stage1_eval_frame.logs import get_logger
 from stage2_symbolic_vm.dynamic_shapes import shapes
 from stage2_symbolic_vm.errors import Unsupported
+from stage2_symbolic_vm.sources import ReducedSource
 from stage2_symbolic_vm.torch_api.grad_modes import outside_inference_mode
 from stage2_symbolic_vm.trace import Trace
 
-from .guard_function import GuardFunction, failure_reason
+from .guard_function import GuardFunction, failure_reason, first_failure
 from .guards import GuardError
 from .replay import Replay, argument_names
 
@@ -124,6 +125,13 @@ class CacheEntry:
         return functools.partial(call_unhooked, self.replay.function, G, F)
 
 
+def moved_on(guard) -> bool:
+    """Whether `guard` is the position of an iterator the frame received (a loop's, in a
+    resume function: stage 2's python/iterators.py reads it through `__reduce__`)."""
+    source = getattr(guard, "source", None)
+    return isinstance(source, ReducedSource) and source.path == (2,)
+
+
 class FrameCache:
     """The entries of one code object, and the decision to compile, recompile or give up."""
 
@@ -208,8 +216,17 @@ class FrameCache:
         """Record why the existing entries failed; False once the limit is reached."""
         if not self.entries:
             return True
-        reason = failure_reason(self.entries[0].guards.guards, L, G, F) or "guards failed"
+        guard, reason = first_failure(self.entries[0].guards.guards, L, G, F)
+        reason = reason or "guards failed"
         self.recompile_reasons.append(reason)
+        if moved_on(guard) and not self.fullgraph:
+            # A resume function of a break inside a loop, met at the loop's next step: one
+            # entry per step would only lead to the limit. torch.compile runs a frame with a
+            # break in a loop eagerly from the start ("graph break in loop"); here the steps
+            # compiled so far keep their entries. The calls in the loop compile on their own.
+            self.eager_reason = f"a loop's iterator moved on ({reason})"
+            recompiles_log.info("%s runs eagerly from now on: %s", self.describe(), reason)
+            return False
         if len(self.entries) >= config.recompile_limit:
             self.eager_reason = f"hit the recompile limit ({config.recompile_limit})"
             if self.fullgraph:  # torch raises FailOnRecompileLimitHit for one_graph too

@@ -255,8 +255,13 @@ def _fresh(name: str, taken: set[str]) -> str:
 
 def failure_reason(guards: list[Guard], L: dict, G: dict, F) -> str | None:
     """The first guard that fails on these values, in words; None if they all pass."""
+    return first_failure(guards, L, G, F)[1]
+
+
+def first_failure(guards: list[Guard], L: dict, G: dict, F) -> tuple[Guard | None, str | None]:
+    """The first guard that fails on these values, and why; (None, None) if they all pass."""
     for guard in guards:
         reason = guard.failure(L, G, F)
         if reason is not None:
-            return reason
-    return None
+            return guard, reason
+    return None, None

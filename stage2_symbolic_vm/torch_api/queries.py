@@ -7,6 +7,7 @@ process the trace relies on, which stage 3 guards. A function marked with
 `torch.compiler.assume_constant_result` is called now too, its answer unguarded.
 """
 
+import sys
 import types
 
 import torch
@@ -111,6 +112,9 @@ TORCH_QUERIES = {
 def torch_query(value):
     """The VM's answer to a torch query function, or None. Looked up through `__wrapped__`:
     importing torch._dynamo wraps `torch.manual_seed` in a new function, for one."""
+    dynamo = sys.modules.get("torch._dynamo")  # imported by the program that calls it
+    if dynamo is not None and value is dynamo.graph_break:
+        return _requested_break
     while callable(value):
         if isinstance(value, (types.FunctionType, types.BuiltinFunctionType)):
             handler = TORCH_QUERIES.get(value)
@@ -118,6 +122,11 @@ def torch_query(value):
                 return handler
         value = getattr(value, "__wrapped__", None)
     return None
+
+
+def _requested_break(tx):
+    # an empty function in torch, which torch's compiler answers with a break
+    raise Unsupported("untraceable_call", "`torch._dynamo.graph_break()` asks for a break here")
 
 
 def _rng_state():

@@ -243,3 +243,47 @@ def test_identical_layers_share_one_compiled_code():
     # apply and its resume function, the layer's forward and its resume function
     assert sorted(c.code.co_name.startswith("__resume") for c in caches) == [0, 0, 1, 1]
     assert all(len(c.entries) == 1 for c in caches)  # one code for every instance
+
+
+class BreakingStack(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.layers = torch.nn.ModuleList(BreakingLayer() for _ in range(12))
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = layer(x)
+        return x
+
+
+def test_a_loop_over_breaking_layers_never_reaches_the_recompile_limit():
+    """The loop's resume function meets its iterator one step further on each pass: one
+    entry per step would lead to the limit. After its first step it runs eagerly (torch.compile
+    runs a frame with a break in a loop eagerly from the start), and the layers' own frames
+    compile once for all twelve."""
+    model = BreakingStack()
+    compiled = stage4_fx.compile(model)
+    with torch.no_grad():
+        for _ in range(2):
+            assert_same_as_eager(compiled, model, X)
+    assert counters.recompiles == 0
+    caches = [c for c in compiled.options.caches.values() if c.entries]
+    moved = [c for c in caches if c.eager_reason and "iterator moved on" in c.eager_reason]
+    assert [c.code.co_name.startswith("__resume") for c in moved] == [True]
+    assert all(len(c.entries) == 1 for c in caches)  # one code for every layer
+
+
+def test_torch_dynamo_graph_break_breaks_the_graph():
+    """`torch._dynamo.graph_break()` is an empty function that torch's compiler answers with a
+    break; so does the VM, with the reason."""
+    import torch._dynamo
+
+    def f(x):
+        x = x + 1
+        torch._dynamo.graph_break()
+        return x * 2
+
+    report = stage4_fx.explain(f)(X)
+    assert (report.graph_count, report.graph_break_count) == (2, 1)
+    assert "graph_break()` asks for a break" in report.break_reasons[0].reason
+    assert_same_as_eager(stage4_fx.compile(f), f, X)
