@@ -60,6 +60,7 @@ from .bytecode_writer import GRAPH_OUT, Codegen, OutputIndex, call, load_global
 from .cut import CannotCut, cut
 from .fx_graph import CapturedGraph, build_graph
 from .resume import ResumeFunction
+from .tools import progress
 
 graph_log = get_logger("graph")
 _serial = itertools.count(1)
@@ -152,7 +153,8 @@ def convert_frame(frame, options) -> CompiledFrame:
     the frame (torch raises `Unsupported` there too)."""
     code = frame.code
     try:
-        return convert_frame_or_raise(frame, options)
+        with progress.compiling(f"compiling {code.co_qualname}"):  # shown when it takes long
+            return convert_frame_or_raise(frame, options)
     except (CompileError, SkipFrame, shapes.ConstraintViolationError):
         raise
     except Unsupported as error:
@@ -172,6 +174,7 @@ def convert_frame(frame, options) -> CompiledFrame:
 
 
 def convert_frame_or_raise(frame, options) -> CompiledFrame:
+    progress.step("tracing")
     while True:  # once, or twice when the first symbol appears late (shapes.RestartTrace)
         tx = start_translator(frame)
         try:
@@ -277,6 +280,7 @@ def install_compiled_graph(frame, options, captured: CapturedGraph) -> str:
     graph_log.info(
         "the graph of %s goes to the backend %s", frame.code.co_qualname, origin(options.backend)
     )
+    progress.step("the backend compiles the graph")
     try:
         with backend_context(captured):
             compiled = options.backend(captured.gm, example_inputs)
@@ -294,7 +298,8 @@ def install_compiled_graph(frame, options, captured: CapturedGraph) -> str:
     def first_call(*args):
         """Check, once, that the backend's callable returns one value per graph output (the
         new bytecode indexes them): a clear error, not an IndexError in generated code."""
-        outputs = runner(*args)
+        with progress.compiling(f"first call of {frame.code.co_qualname}'s graph"):
+            outputs = runner(*args)  # a backend may compile on it: stage 6 its kernels
         expected = len(captured.outputs)
         if not isinstance(outputs, (tuple, list)) or len(outputs) != expected:
             got = f"{len(outputs)} values" if isinstance(outputs, (tuple, list)) else outputs

@@ -1,0 +1,112 @@
+"""Progress a person can see: what is being compiled, which step, how long so far.
+
+A compile that lasts longer than `THRESHOLD_S` shows it on stderr: the function, the step
+(tracing, lowering, the C++ compiler, Triton's kernels k of n) and the time so far. On a
+terminal that is one line, redrawn in place by tqdm; elsewhere (a CI log, a notebook's
+stderr) each step is a plain line. A quick compile prints nothing. `MINIDYNAMO_PROGRESS=0`
+turns it off; `MINIDYNAMO_LOGS` keeps the details of each step.
+
+Stage 4 opens a compile around each frame it converts and around the first call of what
+the backend made (stage 6 compiles and tunes its kernels there, on their first launch);
+the backends say their steps with `step()`. A compile that starts inside another one (the
+forward and backward graphs of a training frame) reports to the outer one's line.
+"""
+
+import contextlib
+import os
+import sys
+import time
+
+THRESHOLD_S = 2.0  # a compile quicker than this shows nothing
+
+
+def enabled() -> bool:
+    return os.environ.get("MINIDYNAMO_PROGRESS", "1") not in ("0", "")
+
+
+def on_terminal() -> bool:
+    return sys.stderr.isatty()
+
+
+class Progress:
+    """One compile's line: `what`, its current step, and how many of its items are done."""
+
+    def __init__(self, what: str):
+        self.what, self.started = what, time.perf_counter()
+        self.text, self.done, self.total = "starting", 0, None
+        self.bar = None  # tqdm's line, on a terminal, once shown
+        self.shown = False
+
+    def update(self, text: str | None = None, done: int | None = None, total: int | None = None):
+        if text is not None and text != self.text:
+            self.text, self.done, self.total = text, 0, None
+        self.done = self.done if done is None else done
+        self.total = self.total if total is None else total
+        if time.perf_counter() - self.started >= THRESHOLD_S:
+            self.show()
+
+    def line(self) -> str:
+        count = f" {self.done}/{self.total}" if self.total else ""
+        return f"minidynamo: {self.what}: {self.text}{count}"
+
+    def show(self):
+        elapsed = time.perf_counter() - self.started
+        self.shown = True
+        tqdm = _tqdm() if on_terminal() else None
+        if tqdm is None:
+            print(f"{self.line()} ({elapsed:.1f} s)", file=sys.stderr, flush=True)
+            return
+        if self.bar is None:
+            self.bar = tqdm(file=sys.stderr, bar_format="{desc} [{elapsed}]", leave=False)
+            self.bar.start_t -= elapsed  # tqdm's clock starts with the compile's
+        self.bar.set_description_str(self.line(), refresh=True)
+
+    def close(self):
+        if not self.shown:
+            return
+        if self.bar is not None:
+            self.bar.close()
+        elapsed = time.perf_counter() - self.started
+        print(f"minidynamo: {self.what}: done in {elapsed:.1f} s", file=sys.stderr, flush=True)
+
+
+def _tqdm():
+    """tqdm's progress bar class, imported when a compile is first slow enough to show; None
+    where it is not installed (a dependency of minidynamo, but a plain line will do)."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm
+
+
+_open: list[Progress] = []  # the compile in progress, and any started inside it
+
+
+@contextlib.contextmanager
+def compiling(what: str):
+    """A compile the user waits for: shown once it lasts longer than THRESHOLD_S."""
+    if not enabled() or _open:  # off, or inside another compile: its line says it
+        yield
+        return
+    progress = Progress(what)
+    _open.append(progress)
+    try:
+        yield
+    finally:
+        _open.pop()
+        progress.close()
+
+
+def step(text: str, done: int | None = None, total: int | None = None):
+    """The compile in progress is at `text` (with `done` of `total` items, where counted)."""
+    if _open:
+        _open[0].update(text, done, total)
+
+
+def advance(text: str, total: int):
+    """One more of the `total` items of step `text` is done (a kernel compiled)."""
+    if _open:
+        progress = _open[0]
+        done = progress.done + 1 if progress.text == text else 1
+        progress.update(text, done, total)
