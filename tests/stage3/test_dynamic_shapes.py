@@ -293,15 +293,20 @@ def test_a_composite_op_keeps_its_sizes_symbolic():
     assert "L['x'].size()[0] >= 2" in size_guard.code
 
 
-def test_parameters_keep_their_sizes():
-    linear = torch.nn.Linear(3, 2)
+def times_weight(x, weight):
+    return x @ weight.t()
 
-    def forward(x, weight):
-        return x @ weight.t()
 
-    f = jit(forward)
+def compiled_over_two_row_counts(linear):
+    """`times_weight` compiled and called with 4 rows, then 5: its entry has dim 0 symbolic."""
+    f = jit(times_weight)
     for rows in (4, 5):
         f(torch.randn(rows, 3), linear.weight)
+    return f
+
+
+def test_parameters_keep_their_sizes():
+    f = compiled_over_two_row_counts(torch.nn.Linear(3, 2))
     shapes = f.cache.entries[0].trace.shapes
     assert [str(source) for source, _ in shapes.tracked] == ["L['x']", "L['weight']"]
     assert [tuple(fake.shape) for _, fake in shapes.tracked][1] == (2, 3)
@@ -312,13 +317,7 @@ def test_tensors_with_symbolic_sizes_are_checked_in_cpp_at_once_too():
     with the symbolic dims left out (torch passes None for them); before, a model's hundreds
     of parameters were read dim by dim in Python on every call."""
     linear = torch.nn.Linear(3, 2)
-
-    def forward(x, weight):
-        return x @ weight.t()
-
-    f = jit(forward)
-    for rows in (4, 5):
-        f(torch.randn(rows, 3), linear.weight)
+    f = compiled_over_two_row_counts(linear)
     entry = f.cache.entries[0]
     assert entry.trace.shapes.active
     assert "    if not check_tensors(L_x, L_weight):\n" in entry.guards.source
@@ -327,7 +326,7 @@ def test_tensors_with_symbolic_sizes_are_checked_in_cpp_at_once_too():
     assert not check_tensors(torch.randn(9, 4), linear.weight)  # a static dim changed
     assert not check_tensors(torch.randn(9, 3).t().contiguous().t(), linear.weight)  # a stride
     for rows in (6, 7):
-        assert_same_as_eager(f, forward, torch.randn(rows, 3), linear.weight)
+        assert_same_as_eager(f, times_weight, torch.randn(rows, 3), linear.weight)
     assert counters.compiled == 2
 
 
