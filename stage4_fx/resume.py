@@ -126,6 +126,12 @@ def abstract_instructions(code) -> tuple[Bytecode, dict[int, int]]:
     instructions with `dis`'s, which keep them, one for one.
     """
     abstract = Bytecode.from_code(code)
+    for item in abstract:  # 3.13: an argument that is also a cell, loaded for a closure
+        if isinstance(item, Instr) and item.name == "LOAD_FAST" and item.arg in code.co_cellvars:
+            # CPython 3.13 writes LOAD_CLOSURE as LOAD_FAST of the cell's slot, which for an
+            # argument is the argument's own: the library reads the local's name. It is the
+            # cell (a cell variable's plain reads are LOAD_DEREF), as in 3.11 and 3.12.
+            item.arg = CellVar(item.arg)
     offsets = [i.offset for i in dis.get_instructions(code) if i.opname != "EXTENDED_ARG"]
     positions = [p for p, item in enumerate(abstract) if isinstance(item, Instr)]
     assert len(offsets) == len(positions), (code.co_name, len(offsets), len(positions))

@@ -12,6 +12,7 @@ from stage2_symbolic_vm import sources
 from stage4_fx.bytecode_writer import SOURCE_LOADERS
 from stage4_fx.cut import callable_slots
 from stage4_fx.resume import ITERATOR, VALUE, live_locals, resume_function
+from tests.oracle import assert_same_as_eager
 
 
 def loop_with_print(x, n):
@@ -141,3 +142,25 @@ def test_a_break_at_the_last_instruction_runs_the_frame_eagerly():
             compiled(torch.ones(2))
     (record,) = compiled.options.breaks
     assert record.kind == "unresumable_instruction" and record.eager_frame
+
+
+def test_a_resume_function_run_as_it_is_keeps_an_arguments_cell():
+    """`n`, an argument that a closure captures, is a cell. CPython 3.13 loads a cell for a
+    closure with LOAD_FAST of its slot, for an argument the argument's own slot: a resume
+    function must read it as its free variable, not as a local (it crashed CPython 3.13 when
+    the loop's resume function ran as it is, from its third step on)."""
+
+    def program(x, n):
+        for i in range(3):
+            x = x + i
+            if x.mean() > -1.5:
+                x = x - 1.5
+
+        def scaled(t):
+            return t * n
+
+        return scaled(x)
+
+    compiled = stage4_fx.compile(program, backend="eager")
+    for _ in range(2):
+        assert_same_as_eager(compiled, program, torch.randn(4, 3), 2)
