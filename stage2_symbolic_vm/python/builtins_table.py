@@ -156,6 +156,11 @@ class BuiltinVariable(Variable):
             return ConstantVariable(args[0].truth(tx))
         if self.fn in (str, repr) and len(args) == 1 and args[0].identity() is not UNKNOWN:
             return ConstantVariable(self.fn(args[0].identity()))  # `str(cls)` of a class
+        text_of_dict = (
+            self.fn in (str, repr) and len(args) == 1 and isinstance(args[0], DictVariable)
+        )
+        if text_of_dict and (copy := args[0].constant_copy()) is not None:  # `str(config)`
+            return ConstantVariable(self.fn(copy))
         raise Unsupported(
             "untraceable_call", f"call to `{self.fn.__name__}`, which the VM does not trace"
         )

@@ -13,6 +13,7 @@ import types
 from ..errors import ObservedException, Unsupported
 from ..sources import attr_of, item_of
 from ..variables import (
+    UNKNOWN,
     ConstantVariable,
     LazyVariable,
     Variable,
@@ -21,6 +22,22 @@ from ..variables import (
 )
 from .containers import ContainerVariable, bound_method, is_none, key_of, where
 from .sequences import SequenceVariable, TupleVariable
+
+_NOT_CONSTANT = object()
+
+
+def _constant(var):
+    """The value of `var` if it is a constant, a dict of constants (`constant_copy`), or a list
+    or tuple of them, nested (a config's text); `_NOT_CONSTANT` otherwise."""
+    if var.is_python_constant():
+        return var.as_python_constant()
+    if isinstance(var, DictVariable):
+        copy = var.constant_copy()
+        return _NOT_CONSTANT if copy is None else copy
+    if isinstance(var, SequenceVariable) and var.python_type() in (list, tuple):
+        items = [_constant(item) for item in var.items]
+        return _NOT_CONSTANT if _NOT_CONSTANT in items else var.python_type()(items)
+    return _NOT_CONSTANT
 
 
 class DictVariable(ContainerVariable):
@@ -49,6 +66,24 @@ class DictVariable(ContainerVariable):
 
     def python_type(self):
         return self.dict_type
+
+    def constant_copy(self):
+        """A real dict of this class and items when every key and value is a constant, for
+        `str(d)` and `repr(d)` (a defaultdict's shows its factory); None otherwise. A dict
+        stays no constant of the trace itself: it can change, and its identity matters."""
+        items = {k: _constant(v) for k, v in self.items.items()}
+        if self.key_vars or any(v is _NOT_CONSTANT for v in items.values()):
+            return None
+        if self.dict_type in (dict, collections.OrderedDict):
+            return self.dict_type(items)
+        factory = self.default_factory
+        if factory is None or factory.is_python_constant():
+            made = None if factory is None else factory.as_python_constant()
+        else:
+            made = factory.identity()
+        if self.dict_type is collections.defaultdict and made is not UNKNOWN:
+            return collections.defaultdict(made, items)  # `list`, a class, a function: by name
+        return None  # a subclass may have a repr of its own
 
     def get_attr(self, tx, name):
         if name == "default_factory" and self.default_factory is not None:

@@ -347,3 +347,30 @@ def test_merging_a_list_raises_out_of_the_function():
         return {"a": x} | [("b", x)]
 
     assert_same_as_eager(stage4_fx.compile(fn, backend="eager"), fn, torch.ones(2))
+
+
+# --- str and repr --------------------------------------------------------------------------
+
+
+def test_str_and_repr_of_dicts_of_constants():
+    import collections
+
+    def case(x):
+        plain = {"act": "relu", 1: (2.5, None), (3, "b"): [1, {"in": True}]}
+        ordered = collections.OrderedDict(b=1, a=2)
+        ordered.move_to_end("b")
+        grouped = collections.defaultdict(list, {"k": [1]})
+        grouped["new"].append(2)
+        texts = [str(plain), repr(plain), str(ordered), repr(grouped), str({})]
+        return x + len(texts[0]), texts
+
+    check(case, torch.ones(2))
+
+
+def test_str_of_a_dict_holding_a_tensor_breaks_and_equals_eager():
+    def case(x):
+        return x + 1, str({"x": x})
+
+    compiled = stage4_fx.compile(case, backend="eager")
+    assert_same_as_eager(compiled, case, torch.ones(2))
+    assert any("str" in b.reason for b in compiled.options.breaks)
