@@ -54,9 +54,9 @@ def host_and_wall_ms(fn, args, device, calls: int = 50) -> tuple[float, float]:
     return best
 
 
-def gpu_kernels(fn, args) -> tuple[int, float]:
+def gpu_kernels(fn, args, device) -> tuple[int, float]:
     """The GPU kernels of one call, and their summed time in ms (0, 0 on the CPU)."""
-    if not torch.cuda.is_available():
+    if device.type != "cuda":
         return 0, 0.0
     from torch.profiler import ProfilerActivity, profile
 
@@ -106,7 +106,7 @@ def profile_one(name: str, options, lock_path: str | None):
             lines = [f"== {name} ({', '.join([options.size, *given])})"]
             for label, fn in systems.items():
                 host, wall = host_and_wall_ms(fn, args, device)
-                count, busy = gpu_kernels(fn, args)
+                count, busy = gpu_kernels(fn, args, device)
                 lines.append(
                     f"{label:14s} host {host:8.3f} ms  wall {wall:8.3f} ms"
                     f"  GPU kernels {count:4d}  busy {busy:7.3f} ms"

@@ -154,13 +154,11 @@ class BuiltinVariable(Variable):
             return ExceptionVariable(self.fn(*args, **kwargs))
         if self.fn is bool and len(args) == 1:
             return ConstantVariable(args[0].truth(tx))
-        if self.fn in (str, repr) and len(args) == 1 and args[0].identity() is not UNKNOWN:
-            return ConstantVariable(self.fn(args[0].identity()))  # `str(cls)` of a class
-        text_of_dict = (
-            self.fn in (str, repr) and len(args) == 1 and isinstance(args[0], DictVariable)
-        )
-        if text_of_dict and (copy := args[0].constant_copy()) is not None:  # `str(config)`
-            return ConstantVariable(self.fn(copy))
+        if self.fn in (str, repr) and len(args) == 1:
+            if args[0].identity() is not UNKNOWN:  # `str(cls)` of a class
+                return ConstantVariable(self.fn(args[0].identity()))
+            if isinstance(args[0], DictVariable) and (copy := args[0].constant_copy()) is not None:
+                return ConstantVariable(self.fn(copy))  # `str(config)`
         raise Unsupported(
             "untraceable_call", f"call to `{self.fn.__name__}`, which the VM does not trace"
         )

@@ -76,14 +76,11 @@ class DictVariable(ContainerVariable):
             return None
         if self.dict_type in (dict, collections.OrderedDict):
             return self.dict_type(items)
-        factory = self.default_factory
-        if factory is None or factory.is_python_constant():
-            made = None if factory is None else factory.as_python_constant()
-        else:
-            made = factory.identity()
-        if self.dict_type is collections.defaultdict and made is not UNKNOWN:
-            return collections.defaultdict(made, items)  # `list`, a class, a function: by name
-        return None  # a subclass may have a repr of its own
+        if self.dict_type is not collections.defaultdict:
+            return None  # a subclass may have a repr of its own
+        factory = self.default_factory or ConstantVariable(None)
+        made = factory.as_python_constant() if factory.is_python_constant() else factory.identity()
+        return None if made is UNKNOWN else collections.defaultdict(made, items)  # by name
 
     def get_attr(self, tx, name):
         if name == "default_factory" and self.default_factory is not None:

@@ -80,33 +80,32 @@ def _tqdm():
     return tqdm
 
 
-_open: list[Progress] = []  # the compile in progress, and any started inside it
+_current: Progress | None = None  # the outermost compile in progress
 
 
 @contextlib.contextmanager
 def compiling(what: str):
     """A compile the user waits for: shown once it lasts longer than THRESHOLD_S."""
-    if not enabled() or _open:  # off, or inside another compile: its line says it
+    global _current
+    if not enabled() or _current is not None:  # off, or inside another compile: its line
         yield
         return
-    progress = Progress(what)
-    _open.append(progress)
+    _current = progress = Progress(what)
     try:
         yield
     finally:
-        _open.pop()
+        _current = None
         progress.close()
 
 
 def step(text: str, done: int | None = None, total: int | None = None):
     """The compile in progress is at `text` (with `done` of `total` items, where counted)."""
-    if _open:
-        _open[0].update(text, done, total)
+    if _current is not None:
+        _current.update(text, done, total)
 
 
 def advance(text: str, total: int):
     """One more of the `total` items of step `text` is done (a kernel compiled)."""
-    if _open:
-        progress = _open[0]
-        done = progress.done + 1 if progress.text == text else 1
-        progress.update(text, done, total)
+    if _current is not None:
+        done = _current.done + 1 if _current.text == text else 1
+        _current.update(text, done, total)
