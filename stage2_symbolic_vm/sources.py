@@ -110,8 +110,10 @@ class ClosureSource(Source):
 # Where an object keeps its attributes and its class: read as object's C code reads them,
 # past a class's own Python `__getattribute__` (Hugging Face's configs have one). Through it,
 # a guard would run user code, and a compiled frame of that `__getattribute__` would call
-# itself to read them.
-STORAGE_ATTRIBUTES = ("__dict__", "__class__")
+# itself to read them. `x.__class__` is `type(x)`, as the VM models it: a guard that reads
+# it so costs a builtin's call, not `object.__getattribute__`'s, and repeats the TYPE_MATCH
+# of `x` to the letter, which the guard function then checks once.
+STORAGE_READS = {"__dict__": "B.object.__getattribute__({}, '__dict__')", "__class__": "type({})"}
 
 
 @dataclass(frozen=True)
@@ -120,8 +122,8 @@ class AttrSource(Source):
     member: str
 
     def name(self):
-        if self.member in STORAGE_ATTRIBUTES:
-            return f"B.object.__getattribute__({self.base.name()}, {self.member!r})"
+        if self.member in STORAGE_READS:
+            return STORAGE_READS[self.member].format(self.base.name())
         if not self.member.isidentifier():  # submodule "0" of a ModuleList
             return f"getattr({self.base.name()}, {self.member!r})"
         return f"{self.base.name()}.{self.member}"

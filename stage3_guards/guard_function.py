@@ -2,8 +2,9 @@
 
 The cache calls this function on every call of the compiled frame, so it is
 the hot path. Each guard becomes one `if not (...): return False` over its
-checks, with the readable form of the guard as a comment, and a value that
-several checks read is read once, into a local variable:
+checks, with the readable form of the guard as a comment; a value that several
+checks read is read once, into a local variable, and one a check has pinned
+(`type(L_m) is Block`) is written by its name from there on:
 
     def guards_f(L, G, F):
         # GRAD_MODE: enabled
@@ -39,7 +40,7 @@ from dataclasses import dataclass
 from stage2_symbolic_vm.sources import AttrSource, GlobalSource, LocalSource, Source
 
 from .generated import compile_function, identifier, parse
-from .guards import Guard
+from .guards import Guard, Names
 from .performance.tensor_checks import check_tensors_like
 
 
@@ -61,10 +62,11 @@ def compile_guards(guards: list[Guard], name: str) -> GuardFunction:
     namespace = {"B": builtins}  # sources of builtins read `B.range`
     for guard in guards:
         namespace.update(guard.names)
-    reads = SharedReads(guards, taken={"L", "G", "F", *namespace})
+    tensors = [g for g in guards if g.example is not None and g.example() is not None]
+    teaching = [g for g in guards if g not in tensors]  # their checks run on every path
+    reads = SharedReads(guards, teaching, taken={"L", "G", "F", *namespace})
     lines = [f"def {function_name}(L, G, F):"]
     written = set()  # a check two guards share (no global hooks) runs once
-    tensors = [g for g in guards if g.example is not None and g.example() is not None]
     last_read = max((i for i, g in enumerate(guards) if g.source is not None), default=-1)
     for i, guard in enumerate(guards):
         if guard not in tensors:
@@ -80,8 +82,10 @@ def compile_guards(guards: list[Guard], name: str) -> GuardFunction:
 def _guard_lines(guard: Guard, reads: "SharedReads", written: set, indent: str, hoisted=None):
     """One guard: its comment, the locals it binds first (or into `hoisted`, to be bound
     before it), `if not (...): return False`."""
-    checks = [check for code in guard.code if (check := reads.rewrite(code)) not in written]
-    written.update(checks)
+    fresh = [code for code in guard.code if code not in written]  # not repeated to the letter
+    checks = [check for code in fresh if (check := reads.rewrite(code)) not in written]
+    checks = [check for check in checks if not _same_name(check)]  # `forward is forward`
+    written.update(checks + fresh)
     lines = [f"# {' '.join(str(guard).split())}"]  # one line, whatever reprs say
     if hoisted is None:
         lines += reads.new_bindings()
@@ -98,10 +102,17 @@ def _guard_lines(guard: Guard, reads: "SharedReads", written: set, indent: str, 
     return [indent + line for line in lines]
 
 
+def _same_name(check: str) -> bool:
+    """`forward is forward`: both sides pinned to one object by the checks above."""
+    left, _, right = check.partition(" is ")
+    return left == right and left.isidentifier()
+
+
 def _tensor_lines(tensors: list[Guard], reads: "SharedReads", written: set) -> list[str]:
     """The TENSOR_MATCH guards, after every other guard has checked the paths to them: one
     C++ call checks all the tensors, and only when it says no do their checks in Python
-    decide (it is the stricter of the two: a Parameter and a Tensor differ for it)."""
+    decide (it is the stricter of the two: a Parameter and a Tensor differ for it). Those
+    checks run on one path only: SharedReads learns nothing from them."""
     values = [reads.read(guard.source.name()) for guard in tensors]
     hoisted = reads.new_bindings()  # bound before the `if`: later guards may read them too
     inside = []
@@ -128,28 +139,84 @@ class SharedReads:
     just before the first guard that reads it -- where the checks would have
     read it first -- and itself read from its base's local when the base has
     one. Where a read is replaced, the rest of the check's text stays as it was.
+
+    A check `read is name` that has passed pins the read: it *is* the object the
+    namespace calls `name`, and the checks after it write the name instead of
+    reading it again (`teaching` are the guards whose checks run on every path,
+    in the order written). Chiefly `type(L['m']) is BertLayer`: then the class
+    attributes the trace read through each layer, `type(L['m']).__dict__['forward']`,
+    are `BertLayer.__dict__['forward']` for all twelve layers, checked once.
     """
 
-    def __init__(self, guards: list[Guard], taken: set[str]):
+    def __init__(self, guards: list[Guard], teaching: list[Guard], taken: set[str]):
+        self.known: dict[tuple, str] = {}  # tree of a pinned read -> the name it is
+        self.reads: dict[str, tuple] = {}  # check -> its reads, as trees where it runs
         self.sources: dict[tuple, Source] = {}  # tree -> a source the guards read
-        seen = set()
+        self.pinned: dict[Source, str] = {}  # a source read as a name, for the locals' names
+        self.written_as: dict[Source, tuple] = {}  # source -> the tree of its name
+        for guard in teaching:
+            self._visit(guard)
+            for code in guard.code:
+                self._learn(code)
+        taught = {id(guard) for guard in teaching}
         for guard in guards:
-            source = guard.source
-            while source is not None and source not in seen:  # and the sources it is read through
-                seen.add(source)
-                (whole, *_), _ = _reads(source.name())
-                self.sources.setdefault(whole[2], source)
-                source = getattr(source, "base", None)
-        self.reads = {code: _reads(code) for guard in guards for code in guard.code}
+            if id(guard) not in taught:
+                self._visit(guard)
         uses = Counter(
-            key for reads, _ in self.reads.values() for *_, key in reads if key in self.sources
+            key
+            for reads, _ in self.reads.values()
+            for *_, key in reads
+            if key in self.sources and key[0] != "name"
         )
         self.locals: dict[tuple, str] = {}  # tree -> the local variable that holds its value
         for key, count in uses.items():
             if count >= 2:
-                self.locals[key] = _fresh(identifier(_local_name(self.sources[key])), taken)
+                name = _local_name(self.sources[key], self.pinned)
+                self.locals[key] = _fresh(identifier(name), taken)
         self.bound: set[tuple] = set()
         self.bindings: list[str] = []  # made by the last rewrites, not yet written out
+
+    def _visit(self, guard: Guard):
+        """The trees of the guard's checks and of the sources it reads (and those they are
+        read through), as they are where it runs: with the reads pinned by then."""
+        for code in guard.code:
+            if code not in self.reads:
+                self.reads[code] = self._trees(code)
+        source = guard.source
+        while source is not None:
+            if source not in self.written_as:
+                (whole, *_), _ = _reads(source.name())
+                self.written_as[source] = whole[2]
+            key = _pinned(self.written_as[source], self.known)
+            self.sources.setdefault(key, source)
+            if key[0] == "name":
+                self.pinned.setdefault(source, key[1])
+            source = getattr(source, "base", None)
+
+    def _trees(self, code: str) -> tuple[list, bytes]:
+        """`_reads(code)` with the pinned reads as names, and no reads inside those."""
+        trees, names = [], []  # names: the spans of pinned reads
+        reads, text = _reads(code)
+        for start, end, key in reads:  # outer reads first
+            if not any(s <= start and end <= e for s, e in names):
+                trees.append((start, end, key := _pinned(key, self.known)))
+                if key[0] == "name":
+                    names.append((start, end))
+        return trees, text
+
+    def _learn(self, code: str):
+        """After `code` passed: if it is `read is name`, that read is the named object."""
+        tree = parse(code).body
+        if not (isinstance(tree, ast.Compare) and [type(op) for op in tree.ops] == [ast.Is]):
+            return
+        (other,) = tree.comparators
+        if not isinstance(other, ast.Name) or other.id in Names.RESERVED:
+            return
+        reads, _ = self.reads[code]
+        left = (tree.left.col_offset, tree.left.end_col_offset)
+        for start, end, key in reads:
+            if (start, end) == left and key[0] != "name":
+                self.known[key] = other.id
 
     def rewrite(self, code: str) -> str:
         """The check with its reads of shared sources replaced by their locals."""
@@ -168,7 +235,13 @@ class SharedReads:
         for read_start, read_end, key in reads:  # sorted: outer reads before the reads inside
             if not start <= read_start < read_end <= end or (read_start, read_end) == (start, end):
                 continue  # not inside, or the read being defined itself
-            if read_start < at or key not in self.locals:  # inside one replaced, or not shared
+            if read_start < at:  # inside one replaced
+                continue
+            if key[0] == "name":  # pinned by a check above: the object's name
+                parts += [text[at:read_start].decode(), key[1]]
+                at = read_end
+                continue
+            if key not in self.locals:  # not shared
                 continue
             parts += [text[at:read_start].decode(), self._local(text, read_start, read_end, reads)]
             at = read_end
@@ -186,8 +259,11 @@ class SharedReads:
     def read(self, code: str) -> str:
         """An expression for the value `code` reads: its local if it has one, else `code`
         with the shared reads inside it replaced."""
-        reads, text = self.reads.setdefault(code, _reads(code))
-        if any((s, e) == (0, len(text)) and key in self.locals for s, e, key in reads):
+        reads, text = self.reads.setdefault(code, self._trees(code))
+        whole = [key for s, e, key in reads if (s, e) == (0, len(text))]
+        if whole and whole[0][0] == "name":
+            return whole[0][1]
+        if whole and whole[0] in self.locals:
             return self._local(text, 0, len(text), reads)
         return self.rewrite(code)
 
@@ -230,8 +306,19 @@ def _reads(code: str) -> tuple[list[tuple[int, int, tuple]], bytes]:
     return reads, code.encode()
 
 
-def _local_name(source: Source) -> str:
-    """`L['m']._modules['fc']` -> `L_m__modules_fc` (made an identifier by the caller)."""
+def _pinned(key, known: dict):
+    """The tree of a read where the reads in `known` are pinned by a check to a named object:
+    it is the key of that name, `("name", "BertLayer")`, and so a read of it is the same tree
+    whatever path reached the object: `type(L['a']).__dict__` and `type(L['b']).__dict__`."""
+    if not isinstance(key, tuple) or key[0] not in ("Attribute", "Subscript", "Call"):
+        return key  # a name, a constant, an attribute's name
+    key = (key[0], *(_pinned(part, known) for part in key[1:]))
+    return ("name", known[key]) if key in known else key
+
+
+def _local_name(source: Source, pinned: dict) -> str:
+    """`L['m']._modules['fc']` -> `L_m__modules_fc` (made an identifier by the caller); a
+    path through a pinned read starts at its name: `BertLayer_dict_forward`."""
     if isinstance(source, LocalSource):
         return f"L_{source.local}"
     if isinstance(source, GlobalSource):
@@ -240,7 +327,7 @@ def _local_name(source: Source) -> str:
     if base is None:  # a builtin, a closure cell, an imported module
         return source.name()
     step = source.member if isinstance(source, AttrSource) else getattr(source, "index", "part")
-    return f"{_local_name(base)}_{step}"
+    return f"{pinned.get(base) or _local_name(base, pinned)}_{step}"
 
 
 def _fresh(name: str, taken: set[str]) -> str:

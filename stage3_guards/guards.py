@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 import torch
 
 from stage2_symbolic_vm.python.dicts import is_checkable_key
-from stage2_symbolic_vm.sources import Assumption, BuiltinSource, Source
+from stage2_symbolic_vm.sources import Assumption, AttrSource, BuiltinSource, Source
 from stage2_symbolic_vm.torch_api.autocast import AUTOCAST_DEVICES
 from stage2_symbolic_vm.torch_api.grad_modes import inference_mode_enabled
 from stage2_symbolic_vm.torch_api.module_hooks import GLOBAL_HOOKS, MODULE_HOOKS
@@ -207,8 +207,17 @@ def module_hooks(source: Source, value, names: Names) -> Guard:
     present += [h for h in GLOBAL_HOOKS if getattr(modules, h)]
     if present:
         raise GuardError(f"{source.describe()} has hooks ({', '.join(present)}): not traced")
-    expr = source.name()
-    checks = [Check(f"not {expr}.{h}", h, "none", f"len({expr}.{h})", str) for h in MODULE_HOOKS]
+    # Read from the instance's __dict__, which the ABSENT checks of the module's attributes
+    # read already: a dict's item costs half of an nn.Module's attribute (a class with a
+    # __getattr__ gets no fast path in CPython's LOAD_ATTR).
+    table = AttrSource(source, "__dict__").name()
+    reads = [f"{table}[{h!r}]" for h in MODULE_HOOKS]
+    if not all(h in object.__getattribute__(value, "__dict__") for h in MODULE_HOOKS):
+        reads = [f"{source.name()}.{h}" for h in MODULE_HOOKS]  # a module that skipped __init__
+    checks = [
+        Check(f"not {read}", h, "none", f"len({read})", str)
+        for h, read in zip(MODULE_HOOKS, reads, strict=True)
+    ]
     mod = names(modules, "module_hooks")
     checks += [Check(f"not {mod}.{h}", h, "none", f"len({mod}.{h})", str) for h in GLOBAL_HOOKS]
     return Guard("NO_HOOKS", source, "no hooks", tuple(checks), names.objects)

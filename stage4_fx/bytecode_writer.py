@@ -27,7 +27,6 @@ from bytecode import FreeVar, Instr
 
 from stage2_symbolic_vm.errors import CannotReconstruct
 from stage2_symbolic_vm.sources import (
-    STORAGE_ATTRIBUTES,
     AttrSource,
     BuiltinSource,
     ClosureSource,
@@ -285,8 +284,11 @@ def _load_closure_variable(cg: Codegen, source: ClosureSource):  # the function'
 
 
 def _load_attribute(cg: Codegen, source: AttrSource):
-    if source.member in STORAGE_ATTRIBUTES:  # `object.__getattribute__(x, "__dict__")`, as
-        base, member = source.base, source.member  # its name() reads it
+    if source.member == "__class__":  # `type(x)`, as its name() reads it
+        cg.call_callable(type, lambda: cg.load_source(source.base))
+        return
+    if source.member == "__dict__":  # `object.__getattribute__(x, "__dict__")`
+        base, member = source.base, source.member
         cg.call_callable(
             object.__getattribute__, lambda: cg.load_source(base), lambda: cg.load_const(member)
         )

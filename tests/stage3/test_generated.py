@@ -45,14 +45,59 @@ def test_a_value_several_checks_read_is_read_once_and_through_its_base():
     assumptions.append(Assumption("type", LocalSource("n")))
     L = {"m": model, "n": 3}
     source = str(compile_guards(build_guards(assumptions, L, {}), "f"))
-    assert "    L_m_modules_0 = L_m_modules['0']\n" in source  # read once, used twice
-    assert "    L_m_modules_0_parameters_weight = L_m_modules_0_parameters['weight']\n" in source
-    assert "L_m_modules_0_parameters_weight.dtype is torch.float32" in source
+    # once the ID_MATCH has passed, the submodule is read by the name of the object it is
+    assert "if not (L['m']._modules['0'] is linear):" in source
+    assert "    linear_parameters_weight = linear_parameters['weight']\n" in source  # used twice
+    assert "linear_parameters_weight.dtype is torch.float32" in source
     assert "if not (type(L['n']) is int):" in source  # read once: not worth a local
     check = compile_guards(build_guards(assumptions, L, {}), "f").check
     assert check(L, {}, None)
+    layer.weight = torch.nn.Parameter(torch.zeros(3, 2))  # the pinned module's weight changed
+    assert not check(L, {}, None)
+    layer.weight = torch.nn.Parameter(torch.zeros(2, 2))
+    assert check(L, {}, None)
     model[0] = torch.nn.Linear(2, 2)  # a submodule swapped
     assert not check(L, {}, None)
+
+
+class Block(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(x).relu()
+
+
+class OtherBlock(Block):
+    def forward(self, x):
+        return self.fc(x).sigmoid()
+
+
+def test_what_a_type_check_pins_is_read_once_for_every_instance_of_the_class():
+    import stage3_guards
+
+    blocks = torch.nn.Sequential(*[Block() for _ in range(6)])
+    compiled = stage3_guards.jit(lambda x: blocks(x))
+    x = torch.randn(2, 4)
+    torch.testing.assert_close(compiled(x), blocks(x))
+    source = str(compiled.cache.entries[0].guards)
+    # After `type(...) is Block` has passed, the forward each block's call read through its
+    # instance, `type(G_blocks_modules_3).__dict__['forward']`, is Block's: its code is
+    # checked once for the six blocks, as Linear's for the six layers, and Sequential's.
+    assert "Block_dict = B.object.__getattribute__(Block, '__dict__')" in source
+    assert source.count(".__code__ is code_forward") == 3, source
+
+    blocks[3].__class__ = OtherBlock  # one instance's class changed: its type check fails
+    torch.testing.assert_close(compiled(x), blocks(x))
+    blocks[3].__class__ = Block
+    real = Block.forward
+    Block.forward = OtherBlock.forward  # the class's own code changed: every block's
+    try:
+        torch.testing.assert_close(compiled(x), blocks(x))
+    finally:
+        Block.forward = real
+    torch.testing.assert_close(compiled(x), blocks(x))
 
 
 def test_a_string_that_spells_a_source_is_not_taken_for_it():
@@ -86,7 +131,7 @@ def test_a_check_two_guards_share_runs_once():
     guards = build_guards([Assumption("module_hooks", s) for s in sources], {"m": layers}, {})
     source = str(compile_guards(guards, "f"))
     assert source.count("_global_forward_hooks") == 1
-    assert source.count("._forward_hooks") == 2  # one per module
+    assert source.count("['_forward_hooks']") == 2  # one per module, from its __dict__
 
 
 def test_no_assumptions_no_checks():
@@ -148,6 +193,69 @@ def test_guard_function_agrees_with_its_guards_on_items_of_a_list(seen, new):
     except Exception:  # the cache counts a guard that raises as a failure
         passed = False
     assert passed == (failure_reason(guards, {"xs": new}, {}, None) is None)
+
+
+class Cell(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = 1.0
+        self.w = torch.nn.Parameter(torch.zeros(2))
+
+    def forward(self, x):
+        return x * self.scale
+
+
+class OtherCell(Cell):
+    def forward(self, x):
+        return x - self.scale
+
+
+cell_classes = st.sampled_from([Cell, OtherCell])
+changes = st.sampled_from(["none", "class", "scale", "swap", "weight"])
+
+
+@given(st.lists(cell_classes, min_size=1, max_size=4), st.data())
+def test_guard_function_agrees_with_its_guards_through_pinned_types(classes, data):
+    """With reads pinned by type and identity checks: a class's forward read through each
+    instance is read once, by the class's name. Instances change class, attributes,
+    weights, or are swapped; the class's own forward may change too."""
+    cells = torch.nn.ModuleList(cls() for cls in classes)
+    L = {"m": cells}
+    assumptions = [Assumption("type", LocalSource("m"))]
+    for i in range(len(cells)):
+        cell = ItemSource(AttrSource(LocalSource("m"), "_modules"), str(i))
+        cls = AttrSource(cell, "__class__")
+        assumptions += [
+            Assumption("type", cell),
+            Assumption("id", cls),
+            Assumption("function", ItemSource(AttrSource(cls, "__dict__"), "forward")),
+            Assumption("constant", AttrSource(cell, "scale")),
+            Assumption("tensor", ItemSource(AttrSource(cell, "_parameters"), "w")),
+        ]
+    guards = build_guards(assumptions, L, {})
+    check = compile_guards(guards, "f").check
+    assert check(L, {}, None)
+    for i, cell in enumerate(list(cells)):
+        change = data.draw(changes)
+        if change == "class":
+            cell.__class__ = OtherCell if type(cell) is Cell else Cell
+        elif change == "scale":
+            cell.scale = 2.0
+        elif change == "swap":
+            cells[i] = data.draw(cell_classes)()
+        elif change == "weight":
+            cell.w = torch.nn.Parameter(torch.zeros(3))
+    real = Cell.forward
+    if data.draw(st.booleans()):
+        Cell.forward = lambda self, x: x
+    try:
+        try:
+            passed = check(L, {}, None)
+        except Exception:  # the cache counts a guard that raises as a failure
+            passed = False
+        assert passed == (failure_reason(guards, L, {}, None) is None)
+    finally:
+        Cell.forward = real
 
 
 def test_replay_source_reads_items_and_closure_cells():
