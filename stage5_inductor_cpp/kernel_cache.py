@@ -17,6 +17,7 @@ import platform
 import subprocess
 
 from stage1_eval_frame.logs import get_logger
+from stage4_fx.tools import progress
 
 from .robustness.cache_files import (
     cache_dir,
@@ -78,6 +79,7 @@ def compile_library(source: str, directory: pathlib.Path, key: str) -> pathlib.P
     write_atomically(cpp, source.encode())
     with temporary_path(directory, f"{key}.", ".so.tmp") as tmp:
         command = [compiler(), *FLAGS, str(cpp), "-o", str(tmp), *LIBS]
+        progress.step("the C++ compiler builds the kernels")
         log.info("compiling %s", " ".join(command))
         try:
             result = subprocess.run(command, capture_output=True, text=True)

@@ -119,6 +119,8 @@ class TritonKernels:
             if cuda_module is not None:  # typed for the GPU before the interpreter runs them
                 launchers[name].cuda_fns = kernel_fns(cuda_module, pair)
             by_text[same] = launchers[name]
+        for launcher in by_text.values():  # the progress line counts "kernels k of n"
+            launcher.graph_kernels = len(by_text)
         return launchers, source_path(source)[0]
 
 

@@ -20,6 +20,7 @@ import torch
 import triton
 
 from stage3_guards.generated import AST_LOCK
+from stage4_fx.tools import progress
 
 from .checks.typecheck import check_for_cuda, launch_types
 from .performance import autotune
@@ -134,6 +135,7 @@ class KernelLauncher:
         # before the interpreter runs them (`check_types`), and the argument types typed so far.
         self.cuda_fns: dict | None = None
         self.typed: set = set()
+        self.graph_kernels = 1  # the kernels of its graph (backend.py), for the progress line
 
     def run(self, *args, grid):
         fast = self.fast
@@ -151,6 +153,7 @@ class KernelLauncher:
                 return
         if self.config is None:  # the first launch: the configuration to keep (autotune.py)
             self.config = autotune.choose(self, args, grid)
+            progress.advance("Triton compiles and tunes the kernels", self.graph_kernels)
         self.launch(self.config, args, grid)
 
     def launch(self, config: Config, args, grid):

@@ -30,6 +30,14 @@ def test_a_slow_compile_prints_its_steps_as_plain_lines_off_a_terminal(slow, cap
     assert lines[2].startswith("minidynamo: compiling double_then_add: done in ")
 
 
+def test_the_cpp_compiler_is_a_step(slow, capsys, monkeypatch, tmp_path):
+    from stage5_inductor_cpp import compile_fx
+
+    monkeypatch.setenv("MINIDYNAMO_CACHE_DIR", str(tmp_path))  # nothing on disk yet
+    stage4_fx.compile(lambda x: (x.sin() + 1).sum(), backend=compile_fx)(torch.ones(3))
+    assert ": the C++ compiler builds the kernels (" in capsys.readouterr().err
+
+
 def test_on_a_terminal_one_line_is_redrawn(slow, capsys, monkeypatch):
     monkeypatch.setattr(progress, "on_terminal", lambda: True)
     stage4_fx.compile(double_then_add, backend="eager")(torch.ones(3))
@@ -55,3 +63,16 @@ def test_a_compile_inside_another_reports_to_its_line(slow, capsys):
     err = capsys.readouterr().err
     assert "compiling inner" not in err
     assert "minidynamo: compiling outer: kernels 2/2 (" in err
+
+
+def test_the_first_call_counts_the_triton_kernels(slow, capsys):
+    pytest.importorskip("triton")
+    from stage6_inductor_triton import compile_fx
+
+    def two_kernels(x):
+        return (x * 2).sum(0) + 1, x.cos()
+
+    stage4_fx.compile(two_kernels, backend=compile_fx)(torch.ones(4, 8))
+    err = capsys.readouterr().err
+    assert "two_kernels's graph: Triton compiles and tunes the kernels 1/2 (" in err
+    assert "two_kernels's graph: Triton compiles and tunes the kernels 2/2 (" in err
