@@ -229,9 +229,9 @@ class Scheduler:
             (i for i, step in enumerate(self.steps) if step.produced() & reads), default=-1
         )
         earliest = max(earliest, in_place.last_step_before(self.steps, node))  # a write-back
-        if not self.graph.rules.fuse_across_library_calls:  # rules.py says why
-            if hint(math.prod(node.ranges)) > CACHE_RESIDENT:
-                earliest = max(earliest, self.last_extern_call())
+        rule = self.graph.rules.fuse_across_library_calls  # rules.py says why
+        if not rule and hint(math.prod(node.ranges)) > CACHE_RESIDENT:
+            earliest = max(earliest, self.last_extern_call())
         for i in range(len(self.steps) - 1, max(earliest, 0) - 1, -1):
             reason = self.refuse(self.steps[i], node)
             if reason is None:
