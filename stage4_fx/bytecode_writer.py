@@ -108,6 +108,8 @@ class Codegen:
         self.instructions: list = []
         self.temps: dict[int, str] = {}  # id of a mutable Variable -> the local holding it
         self.temp_count = 0
+        self.shared: set[Source] = set()  # sources to keep in a local once read (read_once)
+        self.read_into: dict[Source, str] = {}  # ... and the locals that hold them
 
     def add(self, *instructions):
         self.instructions.extend(instructions)
@@ -150,10 +152,28 @@ class Codegen:
 
     def load_source(self, source: Source):
         """Push the value `source` names, by the loader of its class (`SOURCE_LOADERS`)."""
+        if source in self.read_into:
+            self.add(Instr("LOAD_FAST", self.read_into[source]))
+            return
         load = SOURCE_LOADERS.get(type(source))
         if load is None:  # F (the function object itself) is not reachable from bytecode
             raise CannotReconstruct(f"cannot read {source.describe()} from the new code")
         load(self, source)
+        if source in self.shared:
+            self.read_into[source] = name = f"___read_{len(self.read_into)}"
+            self.add(Instr("COPY", 1), Instr("STORE_FAST", name))
+
+    def read_once(self, sources: list[Source]):
+        """The paths that two or more of `sources` go through are read once, into a local,
+        as the guard function reads them: `L['self']._modules['encoder']` once for all the
+        encoder's parameters. Only for reads made one after another, with nothing run
+        between them that could change what a path reaches (the graph's inputs)."""
+        seen, self.shared = set(), set()
+        for source in sources:
+            base = getattr(source, "base", None)
+            while base is not None and not isinstance(base, LocalSource):  # LOAD_FAST already
+                (self.shared if base in seen else seen).add(base)
+                base = getattr(base, "base", None)
 
     # --- trace nodes and Variables ------------------------------------------------------------
 

@@ -252,6 +252,7 @@ def finish(frame, options, trace, cg, graph_break, resumes) -> CompiledFrame:
         name = install_compiled_graph(frame, options, captured)
         call_graph = Codegen({})
         call_graph.push_callable(lambda: call_graph.add(load_global(name)))
+        call_graph.read_once(captured.sources)
         for source in captured.sources:
             call_graph.load_source(source)
         call_graph.add(*call(len(captured.sources)), Instr("STORE_FAST", GRAPH_OUT))

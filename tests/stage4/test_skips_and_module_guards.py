@@ -168,6 +168,24 @@ def test_the_guards_read_parameters_where_nn_module_keeps_them():
     assert "__getattr__" not in source and ".fc1" not in source
 
 
+def test_the_new_code_reads_each_path_to_the_parameters_once():
+    """The graph's inputs are read one after another, nothing run between: the paths they
+    share (`self._modules`, `self._modules['fc1']._parameters`) are read once, into locals,
+    as the guard function reads them."""
+    import dis
+
+    model = TwoLinear()
+    compiled = compiled_once(model)
+    (cache,) = [c for c in compiled.options.caches.values() if c.entries]
+    reads = [
+        i.argval for i in dis.get_instructions(cache.entries[0].code) if i.opname == "LOAD_ATTR"
+    ]
+    # self._modules once; fc1's and fc2's _parameters once each; self._buffers once
+    assert sorted(reads) == ["_buffers", "_modules", "_parameters", "_parameters"], reads
+    model.fc1.weight = torch.nn.Parameter(torch.randn(16, 8))  # read again at the next call
+    assert_same_as_eager(compiled, model, X)
+
+
 def test_a_parameter_replaced_by_one_of_the_same_shape_is_read_without_recompiling():
     model = TwoLinear()
     compiled = compiled_once(model)
