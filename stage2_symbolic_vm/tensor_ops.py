@@ -72,8 +72,8 @@ def to_values(value, meta: bool):
         if kind is torch.Size and not meta:  # a size with symbols holds nodes: a tuple of them
             kind = tuple
         return kind(to_values(v, meta) for v in value.items)
-    if isinstance(value, DictVariable):
-        return {k: to_values(v, meta) for k, v in value.items.items()}
+    if isinstance(value, DictVariable) and not value.key_vars:  # keys that are constants,
+        return {k: to_values(v, meta) for k, v in value.items.items()}  # not an id() or tensor
     if isinstance(value, list):
         return [to_values(v, meta) for v in value]
     if isinstance(value, dict):

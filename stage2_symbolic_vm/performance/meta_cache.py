@@ -156,8 +156,10 @@ def describe(value, tensors: list):
         return [type(value).__name__, str(value)]
     if type(value) in SEQUENCES:
         return [SEQUENCES[type(value)], [describe(v, tensors) for v in value]]
-    if type(value) is dict:
-        return ["dict", [[k, describe(value[k], tensors)] for k in sorted(value)]]
+    if type(value) is dict:  # in its order; a key as any scalar (JSON's keys are strings)
+        if any(type(k) not in SCALARS for k in value):
+            raise NotKeyable("a dict key that is not a scalar")
+        return ["dict", [[describe(k, tensors), describe(v, tensors)] for k, v in value.items()]]
     if type(value) is slice:
         return ["slice", [describe(v, tensors) for v in (value.start, value.stop, value.step)]]
     if value is Ellipsis:

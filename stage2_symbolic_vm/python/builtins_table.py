@@ -33,7 +33,7 @@ from ..variables import (
 )
 from . import signatures
 from .callables import PartialVariable, SuperVariable
-from .containers import is_none
+from .containers import FakeIdVariable, is_none
 from .dicts import DictVariable, new_dict
 from .exceptions import ExceptionVariable
 from .iterators import (
@@ -413,15 +413,14 @@ def call_locals(tx):
 def call_id(tx, value):
     """`id(obj)` of an object from outside: its real address, a constant of the trace that
     holds while it is this very object (an "id" assumption, torch/_dynamo's ID_MATCH). An
-    object made in the trace has no address until the code runs: a break."""
+    object made in the trace has no address until the code runs: an id that only compares
+    and keys a dict (containers.FakeIdVariable)."""
     obj = UNKNOWN if isinstance(value, TensorVariable) else value.identity()
     if obj is UNKNOWN:  # a tensor or a container from outside: its one Variable's object
         found = tx.side_effects.objects.values()
         obj = next((o for o, var in found if var is value), UNKNOWN)
     if value.source is None or obj is UNKNOWN:
-        raise Unsupported(
-            "untraceable_call", f"`id()` of {value}, made inside the trace: it has no address yet"
-        )
+        return FakeIdVariable(value)
     tx.trace.assume("id", value.source)
     return ConstantVariable(id(obj))
 

@@ -40,6 +40,41 @@ def unhashable(kind: type) -> ObservedException:
     return ObservedException(TypeError(f"unhashable type: '{kind.__name__}'"))
 
 
+class FakeIdVariable(Variable):
+    """`id(obj)` of an object made in the trace: an int that exists only when the code runs.
+
+    The trace may use it as CPython code uses an id: a dict key (copy.deepcopy's memo,
+    `memo[id(x)]`), compared with another id. `key_of` gives it an `Address` key, equal
+    only to another id of the same object; `==` is answered the same way
+    (operators.py). Anything that needs the number itself (arithmetic, printing,
+    returning it) is refused: a break with the reason. torch/_dynamo: FakeIdVariable."""
+
+    def __init__(self, of: Variable):
+        self.of = of  # the Variable of the object: one per object made in the trace
+
+    def python_type(self):
+        return int
+
+    def __repr__(self):
+        return f"id({self.of}), made in the trace"
+
+
+class Address:
+    """The dict key of an `id()` made in the trace: equal to another of the same object."""
+
+    def __init__(self, of: Variable):
+        self.of = of
+
+    def __eq__(self, other):
+        return isinstance(other, Address) and other.of is self.of
+
+    def __hash__(self):
+        return id(self.of)
+
+    def __repr__(self):
+        return f"id({self.of})"
+
+
 def key_of(var: Variable):
     """The Python object that hashes and compares as `var` does, as a dict key or a set item.
 
@@ -54,6 +89,8 @@ def key_of(var: Variable):
         return var.hash_key()
     if isinstance(var, TensorVariable):  # Tensor.__hash__ is its id
         return var
+    if isinstance(var, FakeIdVariable):
+        return Address(var.of)
     if var.is_python_constant():
         value = var.as_python_constant()
         try:

@@ -555,10 +555,24 @@ class ObjectVariable(Variable):
     def call(self, tx, args, kwargs):
         if (result := pure_python.call(tx, self.value, args, kwargs)) is not None:
             return result  # `heapq.heappush`: its Python twin, traced
+        method = self.value  # `list.copy(xs)`, for xs of exactly that class: `xs.copy()`
+        descriptor = isinstance(method, types.MethodDescriptorType)
+        if descriptor and args and exact_type(args[0]) is method.__objclass__:
+            return args[0].call_method(tx, method.__name__, args[1:], kwargs)
         name = getattr(self.value, "__qualname__", type(self.value).__name__)
         module = getattr(self.value, "__module__", None)
         shown = f"{module}.{name}" if module else name
         raise Unsupported("untraceable_call", f"call to `{shown}`, which the VM cannot look inside")
+
+    def truth(self, tx):
+        """True when its class has neither `__bool__` nor `__len__` (CPython's default for any
+        object): a function, a method descriptor, a class. `copy.copy` tests the copier it
+        found so (`if copier:`)."""
+        kind = type(self.value)
+        if hasattr(kind, "__bool__") or hasattr(kind, "__len__"):
+            raise Unsupported("unsupported_value", f"cannot test the truth of {self}")
+        self.identity()  # relied on: this object, whose class says it is true
+        return True
 
     def call_method(self, tx, name, args, kwargs):
         kind = type(self.value)
@@ -576,6 +590,14 @@ class ObjectVariable(Variable):
 
     def __repr__(self):
         return f"ObjectVariable({type(self.value).__name__} {self.source or ''})"
+
+
+def exact_type(var: Variable):
+    """The class of the value, or None where the VM does not know it."""
+    try:
+        return var.python_type()
+    except Unsupported:
+        return None
 
 
 def is_user_object(value) -> bool:

@@ -27,7 +27,7 @@ import types
 from ..dynamic_shapes.shapes import SymNodeVariable, has_symbols
 from ..errors import ObservedException, Unsupported
 from ..variables import UNKNOWN, ConstantVariable, TensorVariable
-from .containers import is_none, key_of
+from .containers import FakeIdVariable, is_none, key_of
 from .dicts import DictVariable, DictViewVariable
 from .objects import UserObjectVariable, class_lookup, is_python_class
 from .sequences import ListVariable, SequenceVariable, TupleVariable
@@ -297,6 +297,8 @@ def compare_op(tx, fn, a, b):
     rich comparison (`rich_compare`)."""
     if isinstance(a, UserObjectVariable) or isinstance(b, UserObjectVariable):
         return rich_compare(tx, fn, a, b)  # a tensor's comparison is a slot like any other
+    if isinstance(a, FakeIdVariable) or isinstance(b, FakeIdVariable):
+        return compare_addresses(fn, a, b)
     if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
         return tx.record_call(fn, [a, b], {})
     if has_symbols(a) or has_symbols(b):  # `x.size(0) > 3`, `x.shape == y.shape`: decided
@@ -308,6 +310,18 @@ def compare_op(tx, fn, a, b):
 
 
 NOT_CONSTANT = object()
+
+
+def compare_addresses(fn, a, b):
+    """`id(x) == id(y)` where an id was made in the trace: equal when both are ids of one
+    object. Another int is never such an id: the trace made the object, alive at an address
+    of its own. An order of addresses is the allocator's: refused."""
+    ids = [v for v in (a, b) if isinstance(v, FakeIdVariable)]
+    ints = [v for v in (a, b) if v.is_python_constant() and type(v.as_python_constant()) is int]
+    if fn not in (operator.eq, operator.ne) or len(ids) + len(ints) != 2:
+        raise Unsupported("unsupported_value", f"{SYMBOLS[fn]} of an id() made in the trace")
+    same = len(ids) == 2 and ids[0].of is ids[1].of
+    return ConstantVariable(same == (fn is operator.eq))
 
 
 def python_value(tx, value):

@@ -2632,7 +2632,7 @@ def os_environ_get(a):
     return a * len(os.environ.get("MINIDYNAMO_NOT_SET", "abc"))
 
 
-@case(T, breaks=2)  # copy's dispatch dict has classes for keys; deepcopy calls id()
+@case(T)  # copy's dispatch dict has classes for keys; deepcopy's memo is keyed by id()
 def copy_of_list_and_dict(a):
     xs = copy.copy([1, 2])
     d = copy.deepcopy({"k": [1, 2]})

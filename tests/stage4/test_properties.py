@@ -10,6 +10,7 @@ hits) and on a second shape (a recompile).
 """
 
 import contextlib
+import copy
 import io
 import linecache
 
@@ -63,6 +64,8 @@ STATEMENTS = [
     "def scaled(t):\n    return t * n\nprint('closure')\nx = scaled(x)",
     "def bump():\n    nonlocal n\n    n = n + {k}\nbump()\nprint('cell')\nbump()\nx = x + n",
     "f = lambda t, m={k}: t * m + n\nx = f(x)",
+    "a, b = [x], [x * {c}]\nd = {{id(a): {k}, id(b): n}}\nx = x + d[id(b)] + (id(a) == id(b))",
+    "ys = copy.deepcopy({{'t': [x * {c}, n], 'k': {k}}})\nx = ys['t'][0] + ys['t'][1] + ys['k']",
 ]
 RETURNS = ["x", "x, n", "[x, x * 2]", "{'x': x, 'n': n}", "x.sum()"]
 
@@ -83,7 +86,7 @@ def define(source: str):
     """exec the program with a real file name in linecache, so break reasons show its lines."""
     filename = f"<program {abs(hash(source))}>"
     linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
-    namespace = {"torch": torch, "opaque": opaque, "LINEAR": LINEAR}
+    namespace = {"torch": torch, "opaque": opaque, "LINEAR": LINEAR, "copy": copy}
     namespace |= {"helper_with_break": helper_with_break, "helper_plain": helper_plain}
     exec(compile(source, filename, "exec"), namespace)
     return namespace["program"]

@@ -21,7 +21,6 @@ import functools
 import inspect
 import itertools
 import operator
-import sys
 from typing import NamedTuple
 
 import pytest
@@ -498,18 +497,61 @@ def test_frozen_dataclass_argument():
     check(fn, X, Frozen(3.0))
 
 
-@xfail(  # 3.12's asdict returns ints, strings ... as they are, and deep-copies only the rest
-    "dataclasses.replace/asdict deep-copy their fields: copy.deepcopy calls id() of values "
-    "made in the trace, which needs an id that exists only in the trace (torch's FakeIdVariable)",
-    "`id()` of",
-    when=sys.version_info < (3, 12),
-)
-def test_dataclasses_replace_and_asdict():
+def test_dataclasses_replace_and_asdict():  # deepcopy's memo is keyed by id() of new values
     def fn(x, cfg):
         wider = dataclasses.replace(cfg, hidden=cfg.hidden * 2)
         return x.repeat(1, wider.hidden), dataclasses.asdict(wider)
 
     check(fn, X, Config(hidden=1))
+
+
+def test_ids_of_objects_made_in_the_trace_key_a_dict_and_compare():
+    """`id()` of a list made in the trace has no number until the code runs, but it keys
+    a dict and compares as CPython's does (copy.deepcopy's memo works so)."""
+
+    def fn(x):
+        a, b = [x], [x * 2]
+        seen = {id(a): "a", id(b): "b"}
+        same = id(a) == id(a), id(a) == id(b), id(a) != 3
+        return x + len(seen), seen[id(b)], same
+
+    check(fn, X)
+
+
+def test_an_id_made_in_the_trace_that_leaves_it_breaks_with_its_reason():
+    def fn(x):
+        a = [x]
+        return x + 1, id(a)
+
+    out = stage4_fx.explain(fn)(X)
+    assert out.graph_break_count == 1
+    assert "made in the trace" in out.break_reasons[0].reason
+    result = stage4_fx.compile(fn)(X)
+    torch.testing.assert_close(result[0], X + 1)
+    assert type(result[1]) is int
+
+
+class OwnCopy(list):
+    def copy(self):
+        return "its own"
+
+
+def test_a_builtin_method_called_through_its_class():
+    def fn(x):
+        xs = [1, 2]
+        list.append(xs, 3)  # a change made through the class's method, as `xs.append(3)`
+        d = {"a": 1}
+        xs = list.copy(xs)
+        return x * len(xs) + dict.get(d, "a") + str.upper("a").count("A")
+
+    check(fn, X)
+
+
+def test_a_builtin_method_of_the_base_class_on_a_subclass_is_the_base_classs():
+    def fn(x, xs):  # list.copy on a subclass that overrides copy: list's, not the override
+        return x + len(list.copy(xs))
+
+    check(fn, X, OwnCopy([1, 2]), graphs=1, breaks=1)
 
 
 def test_frozen_dataclass_made_inside():
