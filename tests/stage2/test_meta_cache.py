@@ -88,6 +88,17 @@ def test_only_torchs_own_ops_are_kept():
     assert meta_cache.question(sin, [meta(3)], {}, []) is None
 
 
+def test_a_dict_argument_is_described_by_its_keys_and_values_in_order():
+    """Keys as scalars, so that `{1: x}` and `{"1": x}` differ (JSON's own keys are strings),
+    and a key that is no scalar (a class, a tuple) is simply not kept, not an error of the op."""
+    tensors = []
+    one = meta_cache.question("add", [meta(3), meta(3)], {"d": {1: 0.5}}, tensors)
+    text = meta_cache.question("add", [meta(3), meta(3)], {"d": {"1": 0.5}}, tensors)
+    assert one is not None and text is not None and one != text
+    assert meta_cache.question("add", [meta(3)], {"d": {int: 1}}, []) is None
+    assert meta_cache.question("add", [meta(3)], {"d": {(1, 2): 1}}, []) is None
+
+
 def test_a_damaged_file_is_asked_again_and_written_over():
     args = [meta(8)]
     meta_cache.call(torch.cos, args, {})
