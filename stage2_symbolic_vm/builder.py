@@ -59,7 +59,7 @@ def wrap(tx, value, source):
 # The objects whose identity a program can observe: it changes them in place, or a change
 # through one path must show through another. Tuples, strings and numbers cannot change;
 # functions and classes are guarded by what they are; a mappingproxy is read-only.
-MUTABLE_TYPES = (list, set, *dicts.DICT_TYPES[:-1], *iterators.LIST_ITERATORS)
+MUTABLE_TYPES = (list, set, sequences.deque, *dicts.DICT_TYPES[:-1], *iterators.LIST_ITERATORS)
 
 
 def has_identity(value) -> bool:
@@ -180,6 +180,7 @@ WRAPPERS = (
     (lambda v: type(v) is tuple, wrap_tuple),  # before constants: an int in it may be a symbol
     (is_constant_value, wrap_constant),  # int, str, dtype, an enum, a tuple of constants
     (lambda v: type(v) is list, wrap_sequence),
+    (lambda v: type(v) is sequences.deque, sequences.wrap_deque),
     (sequences.is_namedtuple, sequences.wrap_namedtuple),
     (lambda v: type(v) in iterators.LIST_ITERATORS, iterators.wrap_list_iterator),
     (lambda v: type(v) in dicts.DICT_TYPES, dicts.wrap_dict),

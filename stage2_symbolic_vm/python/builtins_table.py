@@ -64,7 +64,7 @@ from .operators import (
     sort_order,
     unary_op,
 )
-from .sequences import ListVariable, SequenceVariable, TupleVariable
+from .sequences import ListVariable, SequenceVariable, TupleVariable, new_deque
 from .sets import SetVariable, stand_in
 
 # Builtins that are pure functions of constants: folded when every argument is a constant.
@@ -589,6 +589,7 @@ HANDLERS = {
         tx, collections.OrderedDict, args, kwargs
     ),
     collections.defaultdict: default_dict,
+    collections.deque: new_deque,
     functools.partial: lambda tx, fn, *args, **kwargs: partial(fn, args, kwargs),
     functools.reduce: reduce,
     **OPERATOR_FUNCTIONS,

@@ -18,6 +18,7 @@ a graph break (`remaining`); an iterator over a list is rebuilt over the list
 itself, at its position.
 """
 
+import collections
 import itertools
 import operator
 import types
@@ -163,6 +164,23 @@ def iterator_at(make_iterator, sequence, index: int):
     iterator = make_iterator(sequence)
     iterator.__setstate__(index)
     return iterator
+
+
+class DequeIteratorVariable(SequenceIteratorVariable):
+    """`iter(d)` of a deque: a list's iterator, except that a deque changed since it began
+    (an item added or removed, not one replaced) raises CPython's RuntimeError."""
+
+    def __init__(self, sequence, backwards=False, index=None, source=None):
+        super().__init__(sequence, backwards, index, source)
+        self.state = sequence.state
+
+    def python_type(self):
+        return type(iter(collections.deque()))
+
+    def next_item(self, tx):
+        if self.sequence is not None and self.sequence.state != self.state:
+            raise ObservedException(RuntimeError("deque mutated during iteration"))
+        return super().next_item(tx)
 
 
 class DictIteratorVariable(IteratorVariable):

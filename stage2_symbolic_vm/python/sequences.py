@@ -8,6 +8,7 @@ ListVariable's. A tuple keeps its class, so a namedtuple or a structseq
 
 import operator
 import sys
+from collections import deque
 
 from ..errors import ObservedException
 from ..sources import attr_of, item_of
@@ -245,3 +246,172 @@ def wrap_namedtuple(tx, value, source):
         tx.trace.assume("type", source)
     items = [tx.read(LazyVariable(v, item_of(source, i))) for i, v in enumerate(value)]
     return TupleVariable(items, source, tuple_type=type(value))
+
+
+# --- collections.deque (Modules/_collectionsmodule.c) --------------------------------------
+
+
+class DequeVariable(SequenceVariable):
+    """A `collections.deque`: a list open at both ends, whose `maxlen`, if set, drops an item
+    at one end for each added at the other. Indexed by an int only. One from outside is
+    refilled with the trace's items after the graph (`write_back`)."""
+
+    def __init__(self, items, source=None, maxlen=None):
+        super().__init__(items, source)
+        self.maxlen, self.state = maxlen, 0  # state: CPython's count of adds and removes, which
+        # an iterator checks (a rotation counts; a reversal or a replaced item does not)
+        self.trim("left")
+
+    def iterate(self, tx):
+        from .iterators import DequeIteratorVariable  # iterators.py builds on this file
+
+        return DequeIteratorVariable(self)
+
+    def python_type(self):
+        return deque
+
+    def as_python_constant(self):
+        return deque((item.as_python_constant() for item in self.items), self.maxlen)
+
+    def trim(self, end: str):
+        """Past `maxlen`, drop items at `end` ("left" after an append on the right)."""
+        while self.maxlen is not None and len(self.items) > self.maxlen:
+            self.items.pop(0 if end == "left" else -1)
+
+    def index_of(self, key, out_of_range="deque index out of range"):
+        index = key.as_python_constant()
+        if not hasattr(type(index), "__index__"):  # a slice too
+            message = f"sequence index must be integer, not '{type(index).__name__}'"
+            raise ObservedException(TypeError(message))
+        return super().index_of(ConstantVariable(index.__index__()), out_of_range)
+
+    def setitem(self, tx, key, value):
+        self.items[self.index_of(key)] = value
+        self.changed(tx)
+
+    def get_attr(self, tx, name):
+        if name == "maxlen":
+            return ConstantVariable(self.maxlen)
+        return super().get_attr(tx, name)
+
+    def methods(self):
+        return DEQUE_METHODS
+
+    MUTATING = frozenset({"append", "appendleft", "extend", "extendleft", "pop", "popleft"})
+    MUTATING |= {"rotate", "clear", "insert", "remove", "reverse", "__delitem__"}
+
+    def build(self, cg):
+        cg.call_callable(
+            deque,
+            lambda: cg.build_sequence(self.items, "BUILD_LIST"),
+            lambda: cg.load_const(self.maxlen),
+        )
+        cg.keep(self)  # a second reference is the same deque
+
+    def write_back(self, cg):
+        """The caller's deque, refilled with these items (its `maxlen` cannot change)."""
+        cg.build_sequence(self.items, "BUILD_LIST")
+        return refill, [cg.stash()]
+
+    def __repr__(self):
+        return f"DequeVariable({self.items!r}, maxlen={self.maxlen})"
+
+
+def refill(target: deque, items: list):
+    """What stage 4's new code calls to give a deque from outside the trace's contents."""
+    target.clear()
+    target.extend(items)
+
+
+def new_deque(tx, iterable=None, maxlen=None):
+    """`collections.deque(iterable, maxlen)`, with CPython's checks of `maxlen`."""
+    limit = None if maxlen is None else maxlen.as_python_constant()
+    if limit is not None:
+        if not hasattr(type(limit), "__index__"):
+            raise ObservedException(TypeError("an integer is required"))
+        if limit.__index__() < 0:
+            raise ObservedException(ValueError("maxlen must be non-negative"))
+        limit = limit.__index__()
+    items = [] if iterable is None else iterable.unpack(tx)
+    return DequeVariable(items, None, limit)
+
+
+def _pop_end(dq, tx, end: int):
+    if not dq.items:
+        raise ObservedException(IndexError("pop from an empty deque"))
+    dq.state += 1
+    return dq.items.pop(end)
+
+
+def _added(dq, items: list, end: str):
+    """Each item added at `end` in turn, as CPython's extend and extendleft do (a full
+    deque drops one at the other end for each)."""
+    for item in items:
+        dq.state += 1
+        if end == "right":
+            dq.items.append(item)
+            dq.trim("left")
+        else:
+            dq.items.insert(0, item)
+            dq.trim("right")
+
+
+def _rotate(dq, tx, n=None, /):
+    steps = 1 if n is None else python_integer(tx, n)
+    dq.state += 1
+    if dq.items:
+        steps %= len(dq.items)
+        dq.items[:] = dq.items[-steps:] + dq.items[:-steps] if steps else dq.items
+
+
+def _insert(dq, tx, index, item, /):
+    if dq.maxlen is not None and len(dq.items) >= dq.maxlen:
+        raise ObservedException(IndexError("deque already at its maximum size"))
+    dq.state += 1
+    dq.items.insert(python_integer(tx, index), item)
+
+
+def _remove_item(dq, tx, value, /):
+    found = next(matches(tx, dq.items, value), None)
+    if found is None:
+        raise ObservedException(ValueError("deque.remove(x): x not in deque"))
+    _delete(dq, found)
+
+
+def _delete(dq, index):
+    dq.state += 1
+    del dq.items[index]
+
+
+def _clear(dq, tx, /):
+    dq.state += 1
+    dq.items.clear()
+
+
+DEQUE_METHODS = {
+    **SEQUENCE_METHODS,
+    "append": lambda dq, tx, item, /: _added(dq, [item], "right"),
+    "appendleft": lambda dq, tx, item, /: _added(dq, [item], "left"),
+    "extend": lambda dq, tx, iterable, /: _added(dq, iterable.unpack(tx), "right"),
+    "extendleft": lambda dq, tx, iterable, /: _added(dq, iterable.unpack(tx), "left"),
+    "pop": lambda dq, tx, /: _pop_end(dq, tx, -1),
+    "popleft": lambda dq, tx, /: _pop_end(dq, tx, 0),
+    "rotate": _rotate,
+    "clear": _clear,
+    "copy": lambda dq, tx, /: DequeVariable(dq.items, None, dq.maxlen),
+    "__copy__": lambda dq, tx, /: DequeVariable(dq.items, None, dq.maxlen),
+    "insert": _insert,
+    "remove": _remove_item,
+    "reverse": lambda dq, tx, /: dq.items.reverse(),
+    "__delitem__": lambda dq, tx, key, /: _delete(dq, dq.index_of(key)),
+    "__setitem__": lambda dq, tx, key, value, /: dq.setitem(tx, key, value),
+}
+
+
+def wrap_deque(tx, value, source):
+    """A deque from outside: its type, length and `maxlen` (guarded), and each item."""
+    tx.trace.assume("type", source)
+    tx.trace.assume("length", source)
+    tx.trace.assume("constant", attr_of(source, "maxlen"))
+    items = [tx.read(LazyVariable(v, item_of(source, i))) for i, v in enumerate(value)]
+    return DequeVariable(items, source, value.maxlen)

@@ -65,7 +65,7 @@ STATEMENTS = [
     "def bump():\n    nonlocal n\n    n = n + {k}\nbump()\nprint('cell')\nbump()\nx = x + n",
     "f = lambda t, m={k}: t * m + n\nx = f(x)",
     "a, b = [x], [x * {c}]\nd = {{id(a): {k}, id(b): n}}\nx = x + d[id(b)] + (id(a) == id(b))",
-    "ys = copy.deepcopy({{'t': [x * {c}, n], 'k': {k}}})\nx = ys['t'][0] + ys['t'][1] + ys['k']",
+    "ys = copy.deepcopy({{'t': [x.detach() * {c}, n], 'k': {k}}})\nx = x + ys['t'][0] + ys['k']",
 ]
 RETURNS = ["x", "x, n", "[x, x * 2]", "{'x': x, 'n': n}", "x.sum()"]
 

@@ -15,6 +15,7 @@ arguments end up the same, and that the compiled run was one graph with no
 break: a case that fell back to Python would compare CPython with itself.
 """
 
+import collections
 import copy
 
 import torch
@@ -55,6 +56,8 @@ def described(value):
     if isinstance(value, dict):
         items = [(described(k), described(v)) for k, v in value.items()]
         return (type(value), getattr(value, "default_factory", None), items)
+    if isinstance(value, collections.deque):
+        return (collections.deque, value.maxlen, [described(item) for item in value])
     if isinstance(value, (list, tuple, set, frozenset)):
         return (type(value), [described(item) for item in value])
     if hasattr(value, "__dict__") and not isinstance(value, type) and not callable(value):
