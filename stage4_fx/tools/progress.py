@@ -3,7 +3,9 @@
 A compile that lasts longer than `THRESHOLD_S` shows it on stderr: the function, the step
 (tracing, lowering, the C++ compiler, Triton's kernels k of n) and the time so far. On a
 terminal that is one line, redrawn in place by tqdm; elsewhere (a CI log, a notebook's
-stderr) each step is a plain line. A quick compile prints nothing. `MINIDYNAMO_PROGRESS=0`
+stderr) each step is a plain line, and its count of items one more line at most every
+`PLAIN_EVERY_S` and at its last item, so that a log is not a line per kernel. A quick
+compile prints nothing. `MINIDYNAMO_PROGRESS=0`
 turns it off; `MINIDYNAMO_LOGS` keeps the details of each step.
 
 Stage 4 opens a compile around each frame it converts and around the first call of what
@@ -18,6 +20,7 @@ import sys
 import time
 
 THRESHOLD_S = 2.0  # a compile quicker than this shows nothing
+PLAIN_EVERY_S = 5.0  # off a terminal, a step's count is printed at most this often
 
 
 def enabled() -> bool:
@@ -36,6 +39,7 @@ class Progress:
         self.text, self.done, self.total = "starting", 0, None
         self.bar = None  # tqdm's line, on a terminal, once shown
         self.shown = False
+        self.printed = (None, 0.0)  # off a terminal: the step last printed, and when
 
     def update(self, text: str | None = None, done: int | None = None, total: int | None = None):
         if text is not None and text != self.text:
@@ -54,7 +58,11 @@ class Progress:
         self.shown = True
         tqdm = _tqdm() if on_terminal() else None
         if tqdm is None:
-            print(f"{self.line()} ({elapsed:.1f} s)", file=sys.stderr, flush=True)
+            step, at = self.printed
+            last = self.total is not None and self.done == self.total
+            if step != self.text or last or elapsed - at >= PLAIN_EVERY_S:
+                print(f"{self.line()} ({elapsed:.1f} s)", file=sys.stderr, flush=True)
+                self.printed = (self.text, elapsed)
             return
         if self.bar is None:
             self.bar = tqdm(file=sys.stderr, bar_format="{desc} [{elapsed}]", leave=False)

@@ -38,6 +38,19 @@ def test_the_cpp_compiler_is_a_step(slow, capsys, monkeypatch, tmp_path):
     assert ": the C++ compiler builds the kernels (" in capsys.readouterr().err
 
 
+def test_off_a_terminal_a_count_is_not_a_line_per_item(slow, capsys, monkeypatch):
+    monkeypatch.setattr(progress, "PLAIN_EVERY_S", 3600.0)
+    with progress.compiling("compiling model"):
+        for _ in range(50):
+            progress.advance("kernels", 50)
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.split(" (")[0] for line in lines[:2]] == [
+        "minidynamo: compiling model: kernels 1/50",  # the step begins
+        "minidynamo: compiling model: kernels 50/50",  # and ends; nothing between
+    ]
+    assert len(lines) == 3 and "done in" in lines[2]
+
+
 def test_on_a_terminal_one_line_is_redrawn(slow, capsys, monkeypatch):
     monkeypatch.setattr(progress, "on_terminal", lambda: True)
     stage4_fx.compile(double_then_add, backend="eager")(torch.ones(3))
