@@ -18,7 +18,6 @@ of the instructions we emit are in the small table and the helpers below it.
 """
 
 import builtins
-import importlib
 import sys
 import types
 
@@ -295,8 +294,11 @@ def _load_builtin(cg: Codegen, source: BuiltinSource):  # B.len: the builtins mo
     cg.add(load_attr(source.builtin))
 
 
-def _load_import(cg: Codegen, source: ImportSource):
-    cg.call_callable(importlib.import_module, lambda: cg.load_const(source.module))
+def _load_import(cg: Codegen, source: ImportSource):  # `sys.modules[name]`, as its name() reads
+    cg.load_const(sys)  # it: the guards have found it there (import_module would cost a call)
+    cg.load_attr("modules")
+    cg.load_const(source.module)
+    cg.add(Instr("BINARY_SUBSCR"))
 
 
 def _load_closure_variable(cg: Codegen, source: ClosureSource):  # the function's own closure
