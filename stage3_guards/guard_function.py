@@ -63,13 +63,14 @@ def compile_guards(guards: list[Guard], name: str) -> GuardFunction:
     for guard in guards:
         namespace.update(guard.names)
     tensors = [g for g in guards if g.example is not None and g.example() is not None]
-    teaching = [g for g in guards if g not in tensors]  # their checks run on every path
+    in_tensors = {id(g) for g in tensors}
+    teaching = [g for g in guards if id(g) not in in_tensors]  # their checks run on every path
     reads = SharedReads(guards, teaching, taken={"L", "G", "F", *namespace})
     lines = [f"def {function_name}(L, G, F):"]
     written = set()  # a check two guards share (no global hooks) runs once
     last_read = max((i for i, g in enumerate(guards) if g.source is not None), default=-1)
     for i, guard in enumerate(guards):
-        if guard not in tensors:
+        if id(guard) not in in_tensors:
             lines += _guard_lines(guard, reads, written, indent="    ")
         if i == last_read and tensors:
             namespace["check_tensors"] = _tensors_check(tensors)
