@@ -51,6 +51,7 @@ from .objects import (
     BuiltinSlotVariable,
     ObjectVariable,
     UserObjectVariable,
+    bare_instance,
     is_python_class,
 )
 from .operators import (
@@ -604,6 +605,7 @@ CLASS_METHODS = {
     (collections.OrderedDict, "fromkeys"): fromkeys,
     (itertools.chain, "from_iterable"): lambda tx, cls, its: ChainIteratorVariable(its.unpack(tx)),
     # a namedtuple's __new__ and _make end in `tuple.__new__(cls, iterable)`, a static method
+    (object, "__new__"): bare_instance,  # copy.deepcopy's `cls.__new__(cls)`
     (tuple, "__new__"): lambda tx, _tuple, cls, items=None: TupleVariable(
         items.unpack(tx) if items is not None else [], tuple_type=class_of(cls)
     ),

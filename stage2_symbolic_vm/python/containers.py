@@ -56,7 +56,7 @@ class FakeIdVariable(Variable):
         return int
 
     def __repr__(self):
-        return f"id({self.of}), made in the trace"
+        return f"id() of a {type(self.of).__name__} made in the trace"
 
 
 class Address:
@@ -71,8 +71,8 @@ class Address:
     def __hash__(self):
         return id(self.of)
 
-    def __repr__(self):
-        return f"id({self.of})"
+    def __repr__(self):  # not the object's own: a memo holds its own id as a key
+        return f"id(<{type(self.of).__name__} {id(self.of):#x}>)"
 
 
 def key_of(var: Variable):

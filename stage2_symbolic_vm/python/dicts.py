@@ -365,9 +365,10 @@ DICT_TYPES = (dict, collections.OrderedDict, collections.defaultdict, types.Mapp
 
 def wrap_dict(tx, value, source):
     """A dict from outside: its type and keys are assumed, each value is read (and assumed
-    about) only when the code uses it. A key is a constant, or a class or a function (or a
-    tuple of them): equal only to itself, so `d[type(x)]` finds it by identity as CPython's
-    lookup does, and the dict_keys guard checks that each key is the same object again."""
+    about) only when the code uses it. A key is a constant, or a class, a function or another
+    object compared by identity (or a tuple of them): equal only to itself, so `d[type(x)]`
+    finds it by identity as CPython's lookup does, and the dict_keys guard checks that each
+    key is the same object again."""
     if not all(is_checkable_key(k) for k in value):
         reason = f"{where(source)} has keys that are not constants, classes or functions"
         raise Unsupported("unsupported_value", reason + OWN_HASH)
@@ -397,8 +398,9 @@ OWN_HASH = (
 
 def is_checkable_key(key) -> bool:
     """A key the dict_keys guard can check: a constant, a class, a function, a builtin of a
-    module or a class, or a tuple or frozenset of them (an enum member is a constant). Not a
-    tensor or an object of a class with its own `__hash__`: not compared by identity."""
+    module or a class, an object compared by identity (`typing.Union`, a module), or a tuple
+    or frozenset of them (an enum member is a constant). Not a tensor or an object of a
+    class with its own `__hash__` or `__eq__`: not compared by identity."""
     if type(key) in (tuple, frozenset):
         return all(is_checkable_key(k) for k in key)
     if isinstance(key, types.BuiltinFunctionType):  # `len`, `torch.relu`: equal to the same C
@@ -406,7 +408,7 @@ def is_checkable_key(key) -> bool:
         return isinstance(owner, (types.ModuleType, type, type(None)))  # is not one of these
     if isinstance(key, (type, types.FunctionType)):
         return compared_by_identity(key)  # not a class whose metaclass has its own __eq__
-    return is_constant_value(key)
+    return is_constant_value(key) or compared_by_identity(key)
 
 
 def written_back(key) -> bool:

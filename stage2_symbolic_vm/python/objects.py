@@ -25,6 +25,7 @@ nothing more.
 """
 
 import collections
+import copyreg
 import inspect
 import types
 
@@ -37,13 +38,14 @@ from ..variables import (
     BoundMethodVariable,
     ConstantVariable,
     LazyVariable,
+    TensorVariable,
     Variable,
     constant_args,
 )
 from . import pure_python
 from .dicts import DictVariable
 from .exceptions import ExceptionVariable
-from .sequences import TupleVariable
+from .sequences import SequenceVariable, TupleVariable
 
 # A user class may derive from a builtin dict kind (side_effects.DICT_BASES) and still be made
 # in the trace: its items are kept in a DictVariable beside its attributes.
@@ -239,6 +241,56 @@ def new_instance(tx, cls_var: UserClassVariable, args, kwargs):
     elif args or kwargs:
         raise ObservedException(TypeError(f"{cls.__qualname__}() takes no arguments"))
     return obj
+
+
+# What a class defines to shape its own copy or pickle, past object's defaults.
+COPY_HOOKS = ("__reduce__", "__getstate__", "__getnewargs__", "__getnewargs_ex__", "__slots__")
+
+
+def plain_class(cls) -> bool:
+    """A Python class over `object` alone, that leaves its copies to object's defaults."""
+    if not all(k is object or is_python_class(k) for k in cls.__mro__):
+        return False
+    return all(class_lookup(cls, n) in (None, (len(cls.__mro__) - 1, vars(object).get(n)))
+               for n in COPY_HOOKS)  # fmt: skip
+
+
+def reduce_ex(tx, obj: "UserObjectVariable", protocol):
+    """`object.__reduce_ex__(obj, protocol)` for protocol 2 and up, as typeobject.c's
+    reduce_newobj makes it: `(copyreg.__newobj__, (cls,), its __dict__ or None, None, None)`.
+    copy.deepcopy rebuilds from that: `cls.__new__(cls)`, then the state copied into the new
+    object's `__dict__`."""
+    level = protocol.as_python_constant() if protocol.is_python_constant() else None
+    if not isinstance(level, int) or level < 2 or not plain_class(obj.cls):
+        why = f"object.__reduce_ex__({level}) of {obj.cls.__qualname__}"
+        raise Unsupported("unsupported_value", f"{why}: a protocol below 2 or a copy hook")
+    state = obj.instance_dict(tx)
+    if holds_tensor(tx, state):  # Tensor.__deepcopy__ shares storages through deepcopy's memo
+        raise Unsupported(
+            "unsupported_value", f"a copy of {obj.cls.__qualname__}, which holds tensors"
+        )
+    state = state if state.items else ConstantVariable(None)
+    newobj = tx.wrap(copyreg.__newobj__, None)
+    none = ConstantVariable(None)
+    return TupleVariable([newobj, TupleVariable([obj.cls_var]), state, none, none])
+
+
+def holds_tensor(tx, var) -> bool:
+    """A tensor among the values of `var`, in its lists, tuples and dicts too."""
+    var = tx.read(var)  # a value read from outside only now
+    if isinstance(var, TensorVariable):
+        return True
+    if isinstance(var, DictVariable):
+        return any(holds_tensor(tx, v) for v in var.items.values())
+    return isinstance(var, SequenceVariable) and any(holds_tensor(tx, v) for v in var.items)
+
+
+def bare_instance(tx, _through, cls, *args, **kwargs):
+    """`object.__new__(cls)`: an instance whose `__init__` has not run (copy.deepcopy and
+    pickle make one so, then fill its `__dict__`)."""
+    if not isinstance(cls, UserClassVariable) or args or kwargs or not plain_class(cls.cls):
+        raise Unsupported("unsupported_value", f"object.__new__({cls}, ...)")
+    return UserObjectVariable(None, cls)
 
 
 def make_namedtuple(tx, cls, args, kwargs):
@@ -510,6 +562,8 @@ class BuiltinSlotVariable(Variable):
         if name in ("__eq__", "__ne__") and self.descriptor.__objclass__ is object:
             same = args[0] is obj or (obj.value is not None and args[0].identity() is obj.value)
             return ConstantVariable(same == (name == "__eq__"))
+        if name == "__reduce_ex__" and self.descriptor.__objclass__ is object:
+            return reduce_ex(tx, obj, *args)
         items = obj.items_var(tx)
         if items is not None:  # dict.__setitem__, dict.keys, OrderedDict.__init__ ...
             if name == "__init__":

@@ -16,11 +16,13 @@ goes wrong, so the test flips when the VM learns it.
 """
 
 import collections
+import copy
 import dataclasses
 import functools
 import inspect
 import itertools
 import operator
+import typing
 from typing import NamedTuple
 
 import pytest
@@ -552,6 +554,62 @@ def test_a_builtin_method_of_the_base_class_on_a_subclass_is_the_base_classs():
         return x + len(list.copy(xs))
 
     check(fn, X, OwnCopy([1, 2]), graphs=1, breaks=1)
+
+
+class Settings:  # as a Hugging Face config: plain attributes, copied with copy.deepcopy
+    def __init__(self):
+        self.width, self.names, self.extra = 2, ["a", "b"], {"k": [1]}
+
+
+SETTINGS = Settings()
+
+
+class WithState(Settings):
+    def __getstate__(self):
+        return {"width": self.width}
+
+
+def test_deepcopy_of_an_object_from_outside_is_traced():
+    """copy.deepcopy of an instance: object.__reduce_ex__(4) as CPython makes it, then
+    `cls.__new__(cls)` and the copied state; the caller's object is left as it was."""
+
+    def fn(x):  # copy.deepcopy keys its memo by `id(SETTINGS)`: guarded by its identity
+        mine = copy.deepcopy(SETTINGS)
+        mine.width = 5
+        mine.names.append("c")
+        return x * mine.width + len(mine.names) + len(SETTINGS.names), type(mine) is Settings
+
+    check(fn, X, observe=lambda: (SETTINGS.width, list(SETTINGS.names)))
+
+
+def test_a_copy_that_the_class_shapes_or_that_holds_tensors_breaks_with_its_reason():
+    def fn(x, settings):
+        return x + copy.deepcopy(settings).width
+
+    check(fn, X, WithState(), graphs=1, breaks=1)
+    holder = Settings()
+    holder.extra = {"t": torch.ones(2)}
+    out = stage4_fx.explain(fn)(X, holder)
+    assert any("holds tensors" in b.reason for b in out.break_reasons)
+
+
+def test_object_new_makes_an_instance_whose_init_has_not_run():
+    def fn(x):
+        bare = object.__new__(Settings)
+        bare.__dict__.update({"width": 3})
+        return x * bare.width, hasattr(bare, "names")
+
+    check(fn, X)
+
+
+VALIDATORS = {typing.Union: "union", int: "int"}  # as huggingface_hub's: typing forms as keys
+
+
+def test_a_global_dict_keyed_by_objects_compared_by_identity():
+    def fn(x):
+        return x + len(VALIDATORS[typing.Union]) + len(VALIDATORS.get(int))
+
+    check(fn, X)
 
 
 def test_frozen_dataclass_made_inside():
