@@ -24,6 +24,9 @@ from .sequences import TupleVariable
 class FunctionObject:
     """A UserFunctionVariable's attributes, and how the new code makes the function again."""
 
+    def truth(self, tx):
+        return True  # a function or a bound method has neither __bool__ nor __len__
+
     def identity(self):
         if self.value is None or self.self_arg is not None:
             return UNKNOWN

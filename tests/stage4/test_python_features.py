@@ -602,12 +602,19 @@ def test_object_new_makes_an_instance_whose_init_has_not_run():
     check(fn, X)
 
 
-VALIDATORS = {typing.Union: "union", int: "int"}  # as huggingface_hub's: typing forms as keys
+def validate_int(value):
+    return isinstance(value, int)
+
+
+VALIDATORS = {typing.Union: "union", int: validate_int}  # as huggingface_hub's: typing keys
 
 
 def test_a_global_dict_keyed_by_objects_compared_by_identity():
     def fn(x):
-        return x + len(VALIDATORS[typing.Union]) + len(VALIDATORS.get(int))
+        validator = VALIDATORS.get(int)
+        if validator:  # a function is true (huggingface_hub's `if validator:`)
+            x = x + validator(3)
+        return x + len(VALIDATORS[typing.Union])
 
     check(fn, X)
 
