@@ -90,3 +90,28 @@ def test_mobilenet_v2_trains_as_close_to_float64_as_eager():
                 worst["ours"] = max(worst["ours"], error_from(exact, ours))
                 worst["eager"] = max(worst["eager"], error_from(exact, theirs))
         assert worst["ours"] <= 2 * worst["eager"], worst
+
+
+ENCODER_DECODERS = {
+    "t5": CASES["t5"][0],
+    "bart": lambda: T.BartModel(T.BartConfig(
+        d_model=32, encoder_layers=1, decoder_layers=1, encoder_attention_heads=2,
+        decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64, vocab_size=300,
+        max_position_embeddings=40)),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ENCODER_DECODERS)
+def test_an_encoder_decoder_is_one_graph_as_under_torch_compile(name):
+    """Their forward deep-copies a config (T5) and looks validators up in a dict keyed by
+    typing forms (huggingface_hub): each was a break, 10 to 21 of them a model."""
+    import stage4_fx
+
+    model = ENCODER_DECODERS[name]().eval()
+    kwargs = {"input_ids": IDS, "decoder_input_ids": IDS}
+    with torch.no_grad():
+        expected = model(**kwargs).last_hidden_state
+        report = stage4_fx.explain(model)(**kwargs)
+        actual = stage4_fx.compile(model, backend="eager")(**kwargs).last_hidden_state
+    assert (report.graph_count, report.graph_break_count) == (1, 0), report.break_reasons
+    torch.testing.assert_close(actual, expected)
