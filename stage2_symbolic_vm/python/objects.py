@@ -251,8 +251,10 @@ def plain_class(cls) -> bool:
     """A Python class over `object` alone, that leaves its copies to object's defaults."""
     if not all(k is object or is_python_class(k) for k in cls.__mro__):
         return False
-    return all(class_lookup(cls, n) in (None, (len(cls.__mro__) - 1, vars(object).get(n)))
-               for n in COPY_HOOKS)  # fmt: skip
+    objects_own = len(cls.__mro__) - 1  # where class_lookup finds what object defines
+    return all(
+        class_lookup(cls, n) in (None, (objects_own, vars(object).get(n))) for n in COPY_HOOKS
+    )
 
 
 def reduce_ex(tx, obj: "UserObjectVariable", protocol):

@@ -358,10 +358,10 @@ def _added(dq, items: list, end: str):
 
 def _rotate(dq, tx, n=None, /):
     steps = 1 if n is None else python_integer(tx, n)
-    dq.state += 1
-    if dq.items:
+    dq.state += 1  # even rotate(0)
+    if dq.items and steps % len(dq.items):
         steps %= len(dq.items)
-        dq.items[:] = dq.items[-steps:] + dq.items[:-steps] if steps else dq.items
+        dq.items[:] = dq.items[-steps:] + dq.items[:-steps]
 
 
 def _insert(dq, tx, index, item, /):
@@ -383,6 +383,10 @@ def _delete(dq, index):
     del dq.items[index]
 
 
+def _copy(dq, tx, /):
+    return DequeVariable(dq.items, None, dq.maxlen)
+
+
 def _clear(dq, tx, /):
     dq.state += 1
     dq.items.clear()
@@ -398,8 +402,8 @@ DEQUE_METHODS = {
     "popleft": lambda dq, tx, /: _pop_end(dq, tx, 0),
     "rotate": _rotate,
     "clear": _clear,
-    "copy": lambda dq, tx, /: DequeVariable(dq.items, None, dq.maxlen),
-    "__copy__": lambda dq, tx, /: DequeVariable(dq.items, None, dq.maxlen),
+    "copy": _copy,
+    "__copy__": _copy,  # copy.copy(d)
     "insert": _insert,
     "remove": _remove_item,
     "reverse": lambda dq, tx, /: dq.items.reverse(),
