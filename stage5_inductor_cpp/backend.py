@@ -40,6 +40,7 @@ from .like_eager.autocast import enters_autocast, under_autocast
 from .like_eager.in_place import shares_written_memory
 from .like_eager.in_torch import RunsInTorch, devices_of
 from .lowering import EagerOnly
+from .performance import memory_plan
 from .rules import Rules
 from .scheduler import FusedKernel, Scheduler
 from .symbolic.code import compile_symbolic
@@ -121,6 +122,7 @@ def compile_graph(
     if verbose:
         log.info("IR before fusion:\n%s", Scheduler(graph, fuse=False, prefix=prefix))
     scheduler = Scheduler(graph, prefix=prefix)
+    memory_plan.write_in_place(graph, scheduler.steps)
     if verbose:
         log.info("IR after fusion:\n%s", scheduler)
     kernels = [s for s in scheduler.steps if isinstance(s, FusedKernel)]
@@ -165,9 +167,8 @@ def runs_in_torch(gm: torch.fx.GraphModule, reason) -> CompiledCode:
     )  # fmt: skip
 
 
-@functools.cache  # once per message: every graph of a program meets the same missing compiler
-def warn_once(message: str):
-    log.warning(message)
+# once per message: every graph of a program meets the same missing compiler
+warn_once = functools.cache(log.warning)
 
 
 class CompiledGraph(TrainingGraphs, RunsInTorch):

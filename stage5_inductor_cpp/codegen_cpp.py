@@ -204,7 +204,8 @@ class CppKernel(KernelWriter):
 
     def store(self, node: SchedulerNode, value: Value):
         value = bfloat16.stored(node.buffer.layout.dtype, value)
-        self.lines.append(f"{node.name}[{node.store_index(self.n)}] = {value};")
+        memory = self.kernel.in_place.get(node.name, node.name)
+        self.lines.append(f"{memory}[{node.store_index(self.n)}] = {value};")
 
     def pointwise_loop(self, nodes: list[SchedulerNode], simd: bool):
         inner = nodes[0].inner_ranges(self.n)

@@ -156,8 +156,9 @@ class KernelWriter:
         for scope in reversed(self.scopes):
             if ("local", name) in scope:
                 return scope[("local", name)]
-        self.args.setdefault(name, "in")
-        return self.read(name, index)
+        memory = self.kernel.in_place.get(name, name)  # an output written over an input
+        self.args.setdefault(memory, "in")
+        return self.read(memory, index)
 
     def read(self, name: str, index) -> Value:
         """`name[index]` read from memory."""
@@ -231,5 +232,5 @@ class KernelWriter:
         """Make `node`'s value visible to later loads, and store it unless it stays local."""
         self.scopes[-1][("local", node.name)] = value
         if node.name not in self.kernel.local:
-            self.args[node.name] = "out"
+            self.args[self.kernel.in_place.get(node.name, node.name)] = "out"
             self.store(node, value)

@@ -129,6 +129,7 @@ class FusedKernel:
     nodes: list[SchedulerNode]
     name: str = ""
     local: set[str] = dataclasses.field(default_factory=set)
+    in_place: dict[str, str] = dataclasses.field(default_factory=dict)  # output -> input
 
     def loops(self) -> list[list[SchedulerNode]]:
         """Consecutive pointwise nodes with equal inner ranges share one inner loop."""

@@ -19,7 +19,7 @@ import math
 import torch
 
 from .ir import BufferView
-from .like_eager.externs import ExternValue
+from .like_eager.externs import ExternValue, with_layout
 from .like_eager.functionalize import WriteBack
 from .performance import memory_plan
 from .scheduler import ExternCall, FusedKernel
@@ -38,13 +38,6 @@ reinterpret = torch._C._dynamo.guards._reinterpret_tensor
 def view(tensor, size, stride, offset):
     """`reinterpret` as a real view: a returned view of an input is one, as in eager."""
     return torch.as_strided(tensor, size, stride, tensor.storage_offset() + offset)
-
-
-def with_layout(tensor, size, stride):
-    """Kernels index with the strides the meta functions promised; copy in the rare other case."""
-    if tensor.stride() == stride or math.prod(size) <= 1:
-        return tensor
-    return torch.empty_strided(size, stride, dtype=tensor.dtype, device=tensor.device).copy_(tensor)
 
 
 class WrapperCode:
@@ -133,14 +126,15 @@ class WrapperCode:
 
     def kernel_call(self, step: FusedKernel, reuse: dict[str, str]):
         for buffer in self.allocated(step):
-            self.allocate(buffer, reuse)
+            if buffer.name not in step.in_place:
+                self.allocate(buffer, reuse)
         self.lines.append(f"    {self.launch(step)}")
+        self.lines += [f"    {reuse[new]}" for new in step.in_place]  # `new = old; del old`
 
     def allocate(self, buffer, reuse: dict[str, str]):
-        """`buffer`'s memory: a dead buffer of its layout (`reuse`), or new memory."""
+        """`buffer`'s memory: a dead buffer's that holds it (`reuse`), or new memory."""
         if buffer.name in reuse:
-            old = reuse[buffer.name]
-            self.lines.append(f"    {buffer.name} = {old}; del {old}  # reuse")
+            self.lines.append(f"    {reuse[buffer.name]}")
         else:
             layout = self.made_as.get(buffer.name, buffer.layout)
             self.lines.append(f"    {buffer.name} = {self.allocation(layout)}")

@@ -441,7 +441,7 @@ class TritonKernel(KernelWriter):
     def store(self, node: SchedulerNode, value: Value):
         self.stored.add(node.name)
         text, dims = self.address(node.store_index(self.n))
-        pointer = f"{node.name} + ({text})"
+        pointer = f"{self.kernel.in_place.get(node.name, node.name)} + ({text})"
         if not value.dims <= dims:  # the value is wider than its addresses: widen them
             dims = dims | value.dims
             pointer = f"tl.broadcast_to({pointer}, {self.block_shape(dims)})"

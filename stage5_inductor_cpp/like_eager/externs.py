@@ -7,10 +7,12 @@ now: the call runs on meta tensors with our layouts, which gives eager's sizes a
 argument (a view, `detach`, `contiguous` of a contiguous tensor): the meta run says so by
 its storage, and then the wrapper keeps the argument's buffer alive and never hands it to
 another kernel. A result that is not a tensor (the tuple of `torch.max(x, 0)`, a storage)
-is an `ExternValue`, whose methods are calls into torch too (`MethodOf`).
+is an `ExternValue`, whose methods are calls into torch too (`MethodOf`). At run time
+the wrapper checks each result against the strides the meta run promised (`with_layout`).
 """
 
 import dataclasses
+import math
 
 import torch
 import torch.utils._pytree as pytree
@@ -40,6 +42,13 @@ class MethodOf:
 
     def __call__(self, value, *args, **kwargs):
         return getattr(value, self.name)(*args, **kwargs)
+
+
+def with_layout(tensor, size, stride):
+    """Kernels index with the strides the meta functions promised; copy in the rare other case."""
+    if tensor.stride() == stride or math.prod(size) <= 1:
+        return tensor
+    return torch.empty_strided(size, stride, dtype=tensor.dtype, device=tensor.device).copy_(tensor)
 
 
 def to_meta(value):

@@ -14,7 +14,7 @@ import operator
 
 import torch
 
-from ..ir import BufferView, ExternKernel, Pointwise
+from ..ir import BufferView, ExternKernel, Pointwise, loads_of
 from .linear import MATMULS
 
 ADDS = {operator.add, torch.add, "add"}
@@ -32,7 +32,8 @@ def bias_addmm(graph, node, args, kwargs) -> BufferView | None:
 
     Only when the add's operand is the whole product (not a slice of it), which
     nothing else reads, on 2-D float tensors of one dtype, with a bias that does
-    not grow the result.
+    not grow the result and is not the product itself (`y + y`: the library would
+    read its own output as the bias before writing it).
     """
     if node.target not in ADDS or kwargs or len(args) != 2:
         return None
@@ -57,6 +58,7 @@ def bias_addmm(graph, node, args, kwargs) -> BufferView | None:
             or len(a.ranges) != 2
             or len(b.ranges) != 2
             or not broadcasts_to(bias.ranges, mm.ranges)
+            or reads(bias, extern)
         ):
             continue
         # The product moves to here, after the bias is computed; it keeps its name.
@@ -66,3 +68,10 @@ def bias_addmm(graph, node, args, kwargs) -> BufferView | None:
         graph.buffers.append(addmm)
         return BufferView(addmm, addmm.layout)
     return None
+
+
+def reads(value: BufferView | Pointwise, buffer: ExternKernel) -> bool:
+    """Whether lowered `value` reads `buffer`."""
+    if isinstance(value, BufferView):
+        return value.buffer is buffer
+    return buffer.name in {name for name, _ in loads_of(value)}

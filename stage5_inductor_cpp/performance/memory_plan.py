@@ -5,14 +5,19 @@ goes back to the allocator at once, and the next allocation of that size gets it
 still mapped and in cache. Held to the end of the call instead, every buffer of the graph
 is alive at once, and malloc hands the whole heap back to the system when they are freed
 together: each call then faults all of it in again. A buffer whose last reader has run is
-also handed to the next allocation of the same layout (`buf4 = buf1  # reuse`).
+also handed to the next allocation its memory holds (`buf4 = buf1  # reuse`), and a
+kernel may write an output over an input that dies in it (`buf3 = buf2  # in place`).
 """
 
 import torch.utils._pytree as pytree
+from torch.nn import Module
 
+from .. import scheduler
 from ..ir import BufferView, ExternKernel, Layout
 from ..like_eager.externs import ExternValue
+from ..like_eager.functionalize import WriteBack
 from ..scheduler import ExternCall, FusedKernel
+from ..symbolic.sizes import sizes_text
 
 
 def same_memory(view: Layout, layout: Layout) -> bool:
@@ -68,45 +73,133 @@ def views_to_allocate(wrapper) -> dict[str, Layout]:
     return made_as
 
 
+def handed_on(step) -> dict[str, Layout]:
+    """The memory a step takes that the wrapper may hand to another buffer once it is dead:
+    a kernel's stored outputs and an `out=` extern's (allocated by the wrapper), and the
+    result of an extern that torch made anew: a tensor no argument shares memory with,
+    from an op (a module may return a tensor it keeps)."""
+    if isinstance(step, FusedKernel):
+        return {
+            node.name: node.buffer.layout
+            for node in step.nodes
+            if node.name not in step.local and not isinstance(node.buffer, WriteBack)
+        }
+    buffer = step.buffer
+    new = buffer.is_tensor and not buffer.may_alias and not isinstance(buffer.target, Module)
+    return {buffer.name: buffer.layout} if new else {}
+
+
+def outputs(graph) -> set[str]:
+    """The buffers the graph returns: never handed on, never deleted."""
+    return {name for leaf in pytree.tree_leaves(graph.outputs) for name in names_in(leaf)}
+
+
+def kept(graph, steps) -> set[str]:
+    """Buffers whose memory is never handed on: the graph's outputs, and the arguments of an
+    extern whose result may be a view of them."""
+    never = outputs(graph)
+    for step in steps:
+        if isinstance(step, ExternCall) and step.buffer.may_alias:
+            never |= {v.buffer.name for v in step.buffer.inputs()}
+    return never
+
+
+def holds(old: Layout, new: Layout) -> bool:
+    """Whether memory laid out as `old` holds a buffer laid out as `new`, element for element."""
+    return old == new or same_memory(old, new)
+
+
+def write_in_place(graph, steps) -> None:
+    """Outputs each kernel writes over an input that dies in it (`FusedKernel.in_place`).
+
+    A batch norm and ReLU after a convolution read each element of its result once, where
+    they write their own; nothing reads the result again. Written into that memory, the
+    kernel needs no new buffer (`buf3 = buf2; del buf2  # in place`): on the CPU, a new
+    image-sized buffer each call is memory the allocator may hand back to the system and
+    fault in again. Inductor's scheduler decides the same (`decide_inplace_update` and
+    `can_inplace` in torch/_inductor/scheduler.py). The kernel writes the output through
+    the input's pointer, one parameter (kernel_writer.py), so that no two pointers of a
+    kernel alias. The conditions: the input is memory the wrapper may hand on
+    (`handed_on`, not `kept`), of the output's dtype and addresses (`holds`); no later step
+    reads it; and in the kernel only the output's own node reads it, only at the element
+    it stores (`other_element`), so each element is read before it is written, by the
+    same iteration (and, in Triton, the same thread: the stored value depends on it)."""
+    never, layouts, last = kept(graph, steps), {}, {}
+    for i, step in enumerate(steps):
+        layouts.update(handed_on(step))
+        last.update(dict.fromkeys(scheduler.step_reads(step), i))
+    for i, step in enumerate(steps):
+        if not isinstance(step, FusedKernel):
+            continue
+        n, stored = len(step.outer), handed_on(step)
+        for node in step.nodes:
+            if node.name not in stored:
+                continue
+            for old in sorted(node.reads() - step.produced()):
+                readers = [other for other in step.nodes if old in other.reads()]
+                if (
+                    last[old] == i
+                    and old in layouts
+                    and old not in never
+                    and old not in step.in_place.values()
+                    and holds(layouts[old], stored[node.name])
+                    and readers == [node]
+                    and not any(
+                        name == old and scheduler.other_element(name, index, node, node, n)
+                        for name, index in node.loads(n)
+                    )
+                ):
+                    step.in_place[node.name] = old
+                    break
+
+
 def plan_memory(wrapper) -> tuple[dict[int, dict[str, str]], dict[int, list[str]]]:
-    """For each step, which of its outputs take over a dead buffer ({step: {new: old}}),
-    and which buffers die after it ({step: [names]}): an extern that may return a view of
-    its arguments keeps them alive, and nothing takes over an output's memory."""
-    returned = {
-        name for leaf in pytree.tree_leaves(wrapper.graph.outputs) for name in names_in(leaf)
-    }
-    never = set(returned)  # never handed to another kernel
-    last_use, layouts = {}, {}  # layouts: the buffers whose memory is planned here
+    """For each step, its outputs that take over a dead buffer or write over an input in
+    place ({step: {new: the line that binds it, `buf4 = buf1; del buf1  # reuse`}}), and
+    the buffers that die after it ({step: [names]}). A dead buffer goes to a pool; an
+    allocation takes the first one there whose memory holds it (`holds`), as inductor's
+    wrapper reuses buffers."""
+    never, layouts, last_use = kept(wrapper.graph, wrapper.steps), {}, {}
     for i, step in enumerate(wrapper.steps):
-        for buffer in wrapper.allocated(step):
-            layouts[buffer.name] = wrapper.made_as.get(buffer.name, buffer.layout)
-            last_use[buffer.name] = i  # dies at once if nothing reads it
+        made = handed_on(step)
+        layouts.update({name: wrapper.made_as.get(name, made[name]) for name in made})
         if isinstance(step, ExternCall):
-            if step.buffer.may_alias:  # its result may be a view of these: keep them
-                never |= {v.buffer.name for v in step.buffer.inputs()}
-            last_use[step.name] = i
-            for name in names_in((step.buffer.args, step.buffer.kwargs)):
-                last_use[name] = i
+            names = [step.name, *names_in((step.buffer.args, step.buffer.kwargs))]
         else:
-            for name in wrapper.kernel_params[step.name]:
-                last_use[name] = i
-    plan, pool, released = {}, [], set()
+            names = [*(b.name for b in wrapper.allocated(step)), *wrapper.kernel_params[step.name]]
+        last_use.update(dict.fromkeys(names, i))
+    plan, pool, released, taken_over = {}, [], set(), set()
     for i, step in enumerate(wrapper.steps):
         for name, last in last_use.items():
             if last < i and name in layouts and name not in never and name not in released:
                 pool.append(name)
                 released.add(name)
         for buffer in wrapper.allocated(step):
-            match = next((old for old in pool if layouts[old] == layouts[buffer.name]), None)
-            if match is not None:
-                pool.remove(match)
-                plan.setdefault(i, {})[buffer.name] = match
+            new, how = buffer.name, "in place"
+            old = getattr(step, "in_place", {}).get(new)  # dies in this step (write_in_place)
+            if old is None:
+                how = "reuse"
+                old = next((old for old in pool if holds(layouts[old], layouts[new])), None)
+            if old is not None:
+                if old in pool:
+                    pool.remove(old)
+                released.add(old)
+                taken_over.add(old)
+                bound = bound_to(old, layouts[old], layouts[new])
+                plan.setdefault(i, {})[new] = f"{new} = {bound}; del {old}  # {how}"
     named = {
         b.name for b in wrapper.graph.buffers if b.name in layouts or isinstance(b, ExternKernel)
     }
-    taken_over = {old for reuse in plan.values() for old in reuse.values()}
+    returned = outputs(wrapper.graph)
     dead = {}
     for name, last in last_use.items():
         if name in named and name not in returned and name not in taken_over:
             dead.setdefault(last, []).append(name)
     return plan, dead
+
+
+def bound_to(old: str, was: Layout, layout: Layout) -> str:
+    """The expression a buffer laid out as `layout` is bound to, in the memory of `old`."""
+    if was == layout:
+        return old
+    return f"reinterpret({old}, {sizes_text(layout.size)}, {sizes_text(layout.stride)}, 0)"

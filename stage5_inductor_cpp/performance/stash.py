@@ -69,8 +69,8 @@ def refuse_stash(kernel: FusedKernel, reduction: SchedulerNode, consumer: Schedu
     n = len(kernel.outer)
     if consumer.name in kernel.local:
         return "it stays in registers, there is no buffer to store into"
-    if isinstance(consumer.buffer, WriteBack):
-        return "it is a graph input, whose old values may still be read"
+    if isinstance(consumer.buffer, WriteBack) or consumer.name in kernel.in_place:
+        return "its memory is an input's, whose old values may still be read"
     if consumer.inner_ranges(n) != reduction.inner_ranges(n):
         return "its loop runs over other inner ranges"
     value_dtype, dtype = reduction.buffer.data.src_dtype, consumer.buffer.layout.dtype

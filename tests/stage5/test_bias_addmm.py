@@ -57,6 +57,14 @@ def test_other_adds_and_other_ops_are_left_alone():
     assert externs(lowered(lambda x, w, b: (x @ w).add(b, alpha=2), x, w, b)) == [torch.matmul]
 
 
+def test_a_product_added_to_itself_is_no_addmm():
+    """`y + y` read the library's own output as the bias before it was written (found by
+    tests/stage5/test_memory_plan.py's random programs)."""
+    x, w = torch.randn(4, 3), torch.randn(3, 5)
+    assert externs(lowered(lambda x, w: (lambda y: y + y)(x @ w), x, w)) == [torch.matmul]
+    check_traced(lambda x, w: (lambda y: y + y)(x @ w), x, w)
+
+
 def test_a_bias_that_would_grow_the_product_does_not_broadcast_to_it():
     assert broadcasts_to((5,), (4, 5)) and broadcasts_to((4, 1), (4, 5))
     assert not broadcasts_to((2, 4, 5), (4, 5)) and not broadcasts_to((3,), (4, 5))
@@ -111,7 +119,8 @@ def test_linear_raises_eagers_error(args):
 
 
 def test_products_write_into_dead_buffers():
-    """An `out=` product takes a dead buffer of its layout, as a kernel's output does."""
+    """An `out=` product takes a dead buffer of its layout, as a kernel's output does; each
+    sine writes over the product it reads (memory_plan.write_in_place): two buffers in all."""
     x, w = torch.randn(64, 64), torch.randn(64, 64) * 0.1
 
     def fn(x, w):
@@ -121,7 +130,8 @@ def test_products_write_into_dead_buffers():
 
     code = check_traced(fn, x, w).code
     assert "extern_buf2(buf1, arg1, out=buf2)" in code
-    assert "buf2 = buf0; del buf0  # reuse" in code
+    assert "buf4 = buf1; del buf1  # reuse" in code
+    assert code.count("empty_strided") == 2
 
 
 # --- sibling products: one input, several weights, one GEMM (on the GPU) --------------------

@@ -13,7 +13,8 @@ from stage5_inductor_cpp.rules import CPU_RULES
 from tests.oracle import assert_same_as_eager
 from tests.stage5.helpers import assert_program_compiled
 from tests.stage5.programs import programs, tolerances
-from tests.stage6.helpers import DEVICES, compile_traced, on
+from tests.stage5.test_memory_plan import a, memory_programs
+from tests.stage6.helpers import DEVICES, check_traced, compile_traced, on
 
 
 def check(program, device):
@@ -54,3 +55,14 @@ def test_programs_with_reductions_split_in_two(program, device):
         mock.patch.object(split_reductions, "SPLIT_INTO", 64),
     ):
         check(program, device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@settings(max_examples=10, deadline=None)
+@given(program=memory_programs())
+def test_programs_whose_buffers_die_inside_the_graph(program, device):
+    """Stage 5's programs for the memory plan: buffers handed on, kernels that write over
+    an input that dies in them (tests/stage5/test_memory_plan.py)."""
+    fn, steps = program
+    note(repr(steps))
+    check_traced(fn, a, device=device, atol=1e-4, rtol=1e-4)
