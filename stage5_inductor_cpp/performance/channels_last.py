@@ -127,9 +127,15 @@ def extern_images(graph, target, args) -> tuple[object, tuple, bool]:
     if not graph.channels_last:
         return target, args, False
     if target in CONVOLUTIONS and len(args[0].ranges) == 4:
-        weight = args[1]  # computed here (not yet stored): stored channels-last for free,
-        # where the library would convert it on every call, as for eager's own casts
-        weight = weight if isinstance(weight, BufferView) else graph.realize_preferred(weight)
+        # A weight computed here (not yet stored) is stored channels-last for free, where
+        # the library would convert it on every call, as for eager's own casts, and the
+        # call is torch's own: such a weight is new memory at each call, which the copies
+        # of conv2d_with_channels_last_weights could never serve (a Python call per
+        # convolution, ResNet-50's fifty under autocast, for nothing).
+        weight = args[1]
+        if not isinstance(weight, BufferView):
+            args = (graph.realize_preferred(args[0]), graph.realize_preferred(weight), *args[2:])
+            return target, args, True
         args = (graph.realize_preferred(args[0]), weight, *args[2:])
         return conv2d_with_channels_last_weights(), args, True
     if count := IMAGE_CALLS.get(target):  # images, as the kernels store them

@@ -19,12 +19,16 @@ class TrainingGraphs:
 
     def train(self, args):
         """The forward and backward graphs of stage 4's aot.py, each compiled by the
-        graph's own class (their ATen ops made torch calls, aten.py)."""
-        reason = self.device_reason(devices_of(args))
-        if reason:
-            self.ran_in_torch(reason)
-            return self.gm(*args)
+        graph's own class (their ATen ops made torch calls, aten.py).
+
+        The devices are asked at the first call only: a later call whose devices differ
+        reaches the parts' own check (backend.py's `specialize`), which runs them in
+        torch. (Asked at every call, it was a Python loop over a ResNet-50's 320
+        arguments, on every call of a model under autocast.)"""
         if self.training is None:
+            if reason := self.device_reason(devices_of(args)):
+                self.ran_in_torch(reason)
+                return self.gm(*args)
             self.training = aot_autograd(
                 self.gm, self.compile_part, DECOMPOSITIONS, self.ran_in_torch
             )

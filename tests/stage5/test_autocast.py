@@ -319,7 +319,7 @@ def lowered_under_autocast(fn, *args):
         assert_same_as_eager(compiled, fn, *args, atol=1e-2, rtol=1e-2)
     assert_kernels_ran(keep.graphs)
     ((graph,),) = [g.parts for g in keep.graphs]
-    return graph.last.wrapper_source
+    return graph.last
 
 
 def test_cast_weights_are_written_in_the_order_the_libraries_read_them():
@@ -329,7 +329,18 @@ def test_cast_weights_are_written_in_the_order_the_libraries_read_them():
     BERT's casts took twice as long. A convolution's cast weight is written channels-last,
     as its images are: given an NCHW weight, oneDNN converted it on every call."""
     x, w, conv_w = torch.randn(2, 3, 8, 8), torch.randn(5, 64), torch.randn(4, 3, 3, 3)
-    code = lowered_under_autocast(linear_and_pool, x, w, conv_w)
+    code = lowered_under_autocast(linear_and_pool, x, w, conv_w).wrapper_source
     assert "empty_strided((64, 5), (1, 64), dtype=torch.bfloat16)" in code  # w's own order
     assert "empty_strided((4, 3, 3, 3), (27, 1, 9, 3), dtype=torch.bfloat16)" in code
     assert "max_pool2d" not in code  # values only: a reduction of the kernels (training/aten.py)
+
+
+def test_a_convolution_of_a_cast_weight_is_torchs_own_call():
+    """A cast weight is new memory at each call, written channels-last already: the wrapper
+    calls torch.conv2d itself, not channels_last.conv2d_with_channels_last_weights, whose
+    copies serve only a weight the graph is given (a Python call per convolution)."""
+    x, w, conv_w = torch.randn(2, 3, 8, 8), torch.randn(5, 64), torch.randn(4, 3, 3, 3)
+    namespace = lowered_under_autocast(linear_and_pool, x, w, conv_w).call.__globals__
+    calls = [f for name, f in namespace.items() if name.startswith("extern_")]
+    assert torch.conv2d in calls
+    assert not [f for f in calls if f.__name__ == "conv2d" and f is not torch.conv2d]
