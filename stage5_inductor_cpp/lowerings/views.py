@@ -381,6 +381,31 @@ def _between(position, start, end):
     return checks[0] if len(checks) == 1 else ops.logical_and(*checks)
 
 
+@register("slice_scatter", same_dtype=True)
+def slice_scatter(graph, out, base, src, dim=0, start=None, end=None, step=1):
+    """`base` with its slice `start:end:step` of `dim` replaced by `src`: the backward of a
+    slice, as the ATen trace writes it (inductor lowers it the same way). One pointwise
+    value: inside the slice, `src` (a masked load); outside, `base`."""
+    if not (is_tensor(base) and is_tensor(src)) or base.dtype != src.dtype:
+        raise Fallback("slice_scatter of non-tensors, or of two dtypes")
+    d = _dim(dim, len(base.ranges))
+    first, stop, step = slice_indices(slice(start, end, step), base.ranges[d])
+    want = list(base.ranges)
+    want[d] = maximum(0, floordiv(stop - first + step - 1, step))
+    if step != 1 or list(src.ranges) != want:
+        raise Fallback("slice_scatter with a step, or a source of another size than the slice")
+    load_base, load_src = (loader_for(t, t.ranges, out.dtype) for t in (base, src))
+
+    def inner_fn(idx):
+        inside = _between(ops.index_expr(idx[d], torch.int64), first, stop)
+        shifted = [*idx[:d], idx[d] + -first, *idx[d + 1 :]]
+        if inside is None:  # the whole of `dim`
+            return load_src(shifted)
+        return ops.where(inside, ops.masked(inside, lambda: load_src(shifted), 0), load_base(idx))
+
+    return Pointwise(out.dtype, tuple(base.ranges), inner_fn, 1 + base.cost + src.cost)
+
+
 @register("stack", same_dtype=True)
 def stack(graph, out, tensors, dim=0):
     if not all(is_tensor(t) for t in tensors):

@@ -64,6 +64,8 @@ FUNCTIONS = {
     torch.bmm: [aten.bmm.default],
     torch.addmm: [aten.addmm.default],
     torch.cat: [aten.cat.default],
+    torch.slice_scatter: [aten.slice_scatter.default],
+    torch.bitwise_and: [aten.bitwise_and.Tensor],
     torch.select: [aten.select.int],
     torch.full: [aten.full.default],
     torch.scalar_tensor: [aten.scalar_tensor.default],
@@ -92,6 +94,8 @@ AS_TORCH = {
     **{op: ("call_function", fn) for fn, ops in FUNCTIONS.items() for op in ops},
     **{op: ("call_method", name) for name, ops in METHODS.items() for op in ops},
 }
+# aten.slice.Tensor's arguments after the tensor, with their defaults.
+SLICE = {"dim": 0, "start": None, "end": None, "step": 1}
 # In a functional graph an alias is its source: no one can write through either.
 SAME_VALUE = {aten.alias.default, aten.detach.default, aten.lift_fresh_copy.default}
 
@@ -117,6 +121,12 @@ def as_torch_calls(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
                 user.replace_all_uses_with(node)
                 gm.graph.erase_node(user)
             node.target, node.meta["val"] = F.max_pool2d, node.meta["val"][0]
+        elif node.target == aten.slice.Tensor:  # a view: basic indexing (views.getitem)
+            x, *given = node.args  # (the defaults where fewer are given)
+            named = dict(zip(SLICE, given, strict=False))
+            dim, start, end, step = {**SLICE, **named, **node.kwargs}.values()
+            index = (slice(None),) * (dim % x.meta["val"].dim()) + (slice(start, end, step),)
+            node.target, node.args, node.kwargs = operator.getitem, (x, index), {}
         elif node.target == aten._to_copy.default and is_cast(node):
             node.op, node.target = "call_method", "to"
             node.kwargs = {"dtype": node.kwargs["dtype"], "copy": True}

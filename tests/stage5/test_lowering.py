@@ -89,6 +89,9 @@ VIEWS = {
     "slice_step": lambda a: a[::2, 1::3] * 2, "slice_negative": lambda a: a[-3:, :-2] + 1,
     "select": lambda a: a[2] + a[:, 3].sum(), "none_ellipsis": lambda a: a[None, ..., 1] * 3,
     "narrow": lambda a: a.narrow(1, 2, 3) + 0, "select_fn": lambda a: a.select(1, -1) * 2,
+    "slice_scatter": lambda a: torch.slice_scatter(a, a[:, 2:5] * 2, 1, 2, 5) + 1,
+    "slice_scatter_negative": lambda a: torch.slice_scatter(a, a[-2:].sin(), 0, -2),
+    "slice_scatter_whole": lambda a: torch.slice_scatter(a, a * 3, 1),
     "contiguous_t": lambda a: a.t().contiguous(), "clone": lambda a: a.clone(),
     "return_input_view": lambda a: a.t(), "return_input": lambda a: (a, a + 1),
     "split": lambda a: (lambda p: (p[0] * 2, p[2] + p[0][:, :2]))(a.split(3, 1)),
@@ -119,6 +122,7 @@ EXTERNS = {
     "long_cumsum": lambda a: a.reshape(-1).repeat(30).cumsum(0),
     "adaptive_pool_uneven": lambda a: F.adaptive_avg_pool2d(a[None], (4, 3)),
     "list_index": lambda a: a[[0, 2]],
+    "slice_scatter_step": lambda a: torch.slice_scatter(a, a[:, ::2] * 2, 1, 0, None, 2),
     "batch_norm_training": lambda a: F.batch_norm(a, None, None, training=True),
 }  # fmt: skip
 

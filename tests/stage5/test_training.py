@@ -338,3 +338,19 @@ def test_a_convolution_flattened_into_a_linear_layer_trains_in_our_kernels():
         torch.testing.assert_close(ours.grad, theirs.grad, rtol=1e-4, atol=1e-4)
     (graph,) = keep.graphs
     both_compiled(graph)
+
+
+def rotate_half(x, w):
+    """Llama's rotary embedding rotates halves: slices forward, slice_scatter backward."""
+    h = x @ w
+    half = h.shape[-1] // 2
+    return h * 0.5 + torch.cat((-h[..., half:], h[..., :half]), dim=-1) * 2
+
+
+def test_slices_and_their_backward_train_in_our_kernels():
+    """The ATen trace writes a slice as aten.slice and its gradient as aten.slice_scatter:
+    basic indexing and a pointwise lowering (training/aten.py), not calls into torch."""
+    compiled = check_training(rotate_half, torch.randn(4, 6, requires_grad=True), torch.randn(6, 8))
+    both_compiled(compiled)
+    externs = [name for part in compiled.parts for name in part.last.extern_names]
+    assert externs == ["mm", "mm"]  # the product, and x's gradient
