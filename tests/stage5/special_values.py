@@ -294,6 +294,7 @@ UNARY.update(
     repeat=Op(lambda x: x.repeat(2), exact=True),
     cat=Op(lambda x: torch.cat([x, x.flip(0), x[:3]]), exact=True),
     stack=Op(lambda x: torch.stack([x, -x], 1), exact=True),
+    slice_scatter=Op(lambda x: torch.slice_scatter(x, x[:3].flip(0), 0, 0, 3), exact=True),
     index_select=Op(lambda x: x.index_select(0, reversed_positions(x)), exact=True),
     gather=Op(lambda x: x.gather(0, reversed_positions(x)), exact=True),
     index=Op(lambda x: x[reversed_positions(x)[::2]], exact=True),

@@ -444,6 +444,16 @@ def test_an_outer_reduction_of_a_whole_image_is_shared_out_among_the_threads(red
     torch.testing.assert_close(compiled(x), compiled(x), rtol=0, atol=0, equal_nan=True)
 
 
+def test_a_column_sum_that_reads_a_value_per_row_is_an_outer_reduction():
+    """A layer norm's weight gradient: the sum over the rows of the gradient times the
+    normalised input, which reads each row's mean and scale beside the columns. Those do
+    not move along the columns (the SIMD loop): they do not stop the loops turning round."""
+    g, x = torch.randn(300, 64), torch.randn(300, 64)
+    mean, scale = x.mean(1, keepdim=True), x.var(1, keepdim=True).add(1e-5).rsqrt()
+    source = outer_reduction_source(lambda g, x, m, s: (g * (x - m) * s).sum(0), g, x, mean, scale)
+    assert "double acc_buf0[64];" in source and "acc_buf0[x0] = acc_buf0[x0] +" in source
+
+
 def test_a_reduction_along_memory_stays_an_inner_loop():
     source = outer_reduction_source(lambda a: a.sum(1), torch.randn(64, 300))
     assert "acc_buf0 = " in source and "acc_buf0[" not in source
