@@ -115,6 +115,8 @@ def torch_query(value):
     dynamo = sys.modules.get("torch._dynamo")  # imported by the program that calls it
     if dynamo is not None and value is dynamo.graph_break:
         return _requested_break
+    if value is _generation_tag():
+        return _not_traced_bookkeeping
     while callable(value):
         if isinstance(value, (types.FunctionType, types.BuiltinFunctionType)):
             handler = TORCH_QUERIES.get(value)
@@ -122,6 +124,21 @@ def torch_query(value):
                 return handler
         value = getattr(value, "__wrapped__", None)
     return None
+
+
+def _generation_tag():
+    """torch.compile's record of the modules a forward builds: once torch.compile has run,
+    torch's `Module.__init__` calls it (torch/_dynamo/mutation_guard.py), or None."""
+    guard = sys.modules.get("torch._dynamo.mutation_guard")
+    return guard.GenerationTracker.tag.__func__ if guard is not None else None
+
+
+def _not_traced_bookkeeping(tx, *args):
+    # `nn.Softmax(dim=-1)(x)` in a forward (CodeGen's attention) builds a module; after any
+    # torch.compile in the process, torch's Module.__init__ also notes it in a table of
+    # weak references that only torch.compile reads when it compiles. Not a result of the
+    # program: the trace leaves it out (inlined, its weakref.ref stopped the VM).
+    return ConstantVariable(None)
 
 
 def _requested_break(tx):
