@@ -187,7 +187,7 @@ WRAPPERS = (
     (lambda v: type(v) in (set, frozenset), sets.wrap_set),
     (grad_modes.is_grad_mode, grad_modes.wrap_grad_mode),  # torch.no_grad, torch.no_grad()
     (autocast.is_autocast, autocast.wrap_autocast),  # torch.autocast, torch.autocast(...)
-    (callables.is_cached_function, callables.wrap_cached_function),  # functools.lru_cache
+    (objects.is_cached_function, callables.wrap_cached_function),  # functools.lru_cache
     (disabled.is_disabled_or_decorator, disabled.wrap),  # torch.compiler.disable, and its work
     (lambda v: isinstance(v, types.FunctionType), wrap_function),
     (lambda v: isinstance(v, types.MethodType), callables.wrap_method),

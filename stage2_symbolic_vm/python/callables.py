@@ -200,13 +200,6 @@ class SuperVariable(Variable):
 # --- callables from outside (builder.py's WRAPPERS) ----------------------------------------------
 
 
-def is_cached_function(value) -> bool:
-    """A Python function under `functools.lru_cache` (or `functools.cache`)."""
-    return isinstance(value, functools._lru_cache_wrapper) and isinstance(
-        value.__wrapped__, types.FunctionType
-    )
-
-
 def wrap_cached_function(tx, value, source):
     """torch/_dynamo does the same (and warns): the function is traced, its cache skipped,
     which gives the cache's answer for the pure functions lru_cache is meant for."""

@@ -26,6 +26,7 @@ nothing more.
 
 import collections
 import copyreg
+import functools
 import inspect
 import types
 
@@ -102,6 +103,13 @@ def mro_source(class_source, index: int, name: str):
 SLOT_TYPES = (types.MethodDescriptorType, types.WrapperDescriptorType)
 
 
+def is_cached_function(value) -> bool:
+    """A Python function under `functools.lru_cache` (or `functools.cache`)."""
+    return isinstance(value, functools._lru_cache_wrapper) and isinstance(
+        value.__wrapped__, types.FunctionType
+    )
+
+
 def class_attribute(tx, instance, cls_var, name, index, attr):
     """A class attribute as `instance.name` sees it (CPython's descriptor protocol):
     a function becomes bound to `instance`, a property runs its getter, a classmethod is
@@ -116,7 +124,8 @@ def class_attribute(tx, instance, cls_var, name, index, attr):
         return tx.wrap(attr.__func__, attr_of(source, "__func__"))
     if isinstance(attr, classmethod):
         return tx.wrap(attr.__func__, attr_of(source, "__func__")).bound_to(cls_var)
-    if isinstance(attr, types.FunctionType):
+    if isinstance(attr, types.FunctionType) or is_cached_function(attr):
+        # (lru_cache's wrapper binds to an instance as a function does: `logger.warning_once`)
         function = tx.wrap(attr, source)
         return function.bound_to(owner) if owner is not None else function
     if isinstance(attr, SLOT_TYPES) and isinstance(owner, UserObjectVariable):

@@ -608,6 +608,26 @@ def test_an_lru_cached_helper_is_traced_through():
     one_graph(fn, torch.randn(2, 4))
 
 
+class Scaled:
+    k = 5
+
+
+@functools.lru_cache(None)
+def offset(self, x):
+    return self.k + x
+
+
+Scaled.offset = offset  # as Hugging Face sets `logging.Logger.warning_once`
+
+
+def test_an_lru_cached_method_is_bound_to_its_instance():
+    """lru_cache's wrapper binds to an instance as a function does (`_lru_cache_wrapper`'s
+    __get__): the VM passed the first argument as `self` (a TypeError eager never raises,
+    and the frame ran eagerly)."""
+    scaled = Scaled()
+    one_graph(lambda x: x * scaled.offset(2), torch.randn(3))
+
+
 def test_tensor_type_converts_and_names():
     one_graph(lambda x: x.type(torch.float64) * 2, torch.randn(4))
     one_graph(lambda x: (x + 1, x.type()), torch.randn(4))
