@@ -118,6 +118,17 @@ class BuiltinVariable(Variable):
             return BuiltinSlotVariable(slot, args[0]).call(tx, args[1:], kwargs)
         return args[0].call_method(tx, name, args[1:], kwargs)
 
+    def getitem(self, tx, key):
+        """`list[int]`, `dict[str, Any]`: a generic alias of a builtin class (the annotation a
+        nested function's definition evaluates: torch's pytree helpers), made now from the
+        objects the key stands for."""
+        items = key.items if isinstance(key, TupleVariable) else [key]
+        known = [item.identity() for item in items]
+        if not hasattr(self.fn, "__class_getitem__") or UNKNOWN in known:
+            return super().getitem(tx, key)
+        alias = self.fn[tuple(known) if isinstance(key, TupleVariable) else known[0]]
+        return tx.wrap(alias, None)
+
     def fold_class_method(self, tx, name, args, kwargs):
         """`int.from_bytes(data, "big")`, `str.maketrans("ab", "xy")`: a class or static method
         of a builtin class that the table does not model makes a new value from its arguments

@@ -928,3 +928,17 @@ def test_a_module_built_in_forward_after_torch_compile_ran_is_one_graph():
     explained = stage4_fx.explain(fn)(torch.randn(3, 4))
     assert (explained.graph_count, explained.graph_break_count) == (1, 0), explained.break_reasons
     assert_same_as_eager(stage4_fx.compile(fn, fullgraph=True), fn, torch.randn(3, 4))
+
+
+def test_annotations_of_a_nested_function_are_evaluated_as_generic_aliases():
+    """`def helper(node, leaves: list[Any])` inside a function (torch's pytree.tree_flatten,
+    which Mamba's forward reaches): the definition evaluates `list[Any]`, a generic alias of
+    a builtin class, made from the objects its key stands for."""
+
+    def fn(x):
+        def helper(a: list[typing.Any], b: dict[str, int]) -> tuple[int, ...]:
+            return a
+
+        return x * len(helper([1, 2], {}))
+
+    one_graph(fn, torch.randn(3))
