@@ -26,6 +26,7 @@ from .like_eager.devices import result_device
 from .like_eager.in_place import mutated_arguments
 from .like_eager.no_meta_kernel import on_zeros
 from .performance import meta_cache
+from .python.constants import plain
 from .python.dicts import DictVariable, realized
 from .python.sequences import ListVariable, SequenceVariable, TupleVariable
 from .torch_api import autocast, queries
@@ -54,9 +55,7 @@ def check_traceable(target, name, args, kwargs):
     if name in DATA_OPS:
         raise Unsupported("item_call", f"{shown} reads the data of a tensor")
     if name in UNTRACEABLE_OPS:
-        raise Unsupported(
-            "untraceable_call", f"{shown} is not traced (side effect or device query)"
-        )
+        raise Unsupported("untraceable_call", f"{shown} is not traced (a side effect or query)")
 
 
 def to_values(value, meta: bool):
@@ -79,7 +78,7 @@ def to_values(value, meta: bool):
     if isinstance(value, dict):
         return {k: to_values(v, meta) for k, v in value.items()}
     if value.is_python_constant():
-        return value.as_python_constant()
+        return plain(value.as_python_constant())
     raise Unsupported("unsupported_value", f"cannot pass {value} to a tensor operation")
 
 

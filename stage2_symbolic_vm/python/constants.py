@@ -38,3 +38,13 @@ def method_argument(tx, value: Variable):
     return {
         k.as_python_constant(): value.getitem(tx, k).as_python_constant() for k in value.unpack(tx)
     }
+
+
+def plain(value):
+    """A number of a subclass (NumPy's float64, an IntEnum member) as the plain number it
+    equals, for a tensor operation's argument: FX writes a graph's constants as source,
+    where `np.float64(2.0)` would need a name that the graph's module does not have."""
+    kinds = (bool, int, float, complex)
+    if type(value) in kinds:
+        return value
+    return next((kind(value) for kind in kinds if isinstance(value, kind)), value)

@@ -28,6 +28,7 @@ import collections
 import copyreg
 import functools
 import inspect
+import sys
 import types
 
 from ..errors import CannotReconstruct, ObservedAttributeError, ObservedException, Unsupported
@@ -592,6 +593,12 @@ class BuiltinSlotVariable(Variable):
 # --- objects the VM does not model -----------------------------------------------------------
 
 
+def is_numpy_ufunc(value) -> bool:
+    """A NumPy ufunc (`np.sqrt`), where the program has imported NumPy."""
+    numpy = sys.modules.get("numpy")
+    return numpy is not None and isinstance(value, numpy.ufunc)
+
+
 class ObjectVariable(Variable):
     """An outside object the VM does not model (a C object, a class): it can only be passed on.
 
@@ -627,6 +634,12 @@ class ObjectVariable(Variable):
         name = getattr(self.value, "__qualname__", type(self.value).__name__)
         module = getattr(self.value, "__module__", None)
         shown = f"{module}.{name}" if module else name
+        if is_numpy_ufunc(self.identity()) and all(
+            a.is_python_constant() for a in [*args, *kwargs.values()]
+        ):  # `np.sqrt(self.d_model)` (CTRL): a pure function of numbers, computed now, as
+            # torch.compile folds it; its answer is NumPy's scalar (np.float64, a float)
+            args, kwargs = constant_args(args, kwargs)
+            return tx.wrap_constant_result(tx.run_python(self.value, *args, **kwargs), shown)
         raise Unsupported("untraceable_call", f"call to `{shown}`, which the VM cannot look inside")
 
     def truth(self, tx):

@@ -4,6 +4,7 @@ Each test is a pattern found in code nobody here wrote: Hugging Face's
 decorators, torchvision's in-place ReLU, PyTorch's own dynamo tests.
 """
 
+import enum
 import functools
 import os
 import subprocess
@@ -942,3 +943,21 @@ def test_annotations_of_a_nested_function_are_evaluated_as_generic_aliases():
         return x * len(helper([1, 2], {}))
 
     one_graph(fn, torch.randn(3))
+
+
+class Level(enum.IntEnum):
+    HIGH = 3
+
+
+def test_a_numpy_function_of_numbers_is_computed_while_tracing():
+    """CTRL's `inputs_embeds *= np.sqrt(self.d_model_size)`: a NumPy ufunc of Python numbers is
+    a pure function, folded as torch.compile folds it (was a break, and CTRL 3 graphs and 6
+    breaks against torch.compile's 2 and 1). Its np.float64 reaches the graph as the float it
+    equals, as an IntEnum member does as its int: FX writes constants as source."""
+    numpy = pytest.importorskip("numpy")
+    width = 32
+    one_graph(lambda x: x * numpy.sqrt(width) + Level.HIGH, torch.randn(3))
+    # a NumPy bool is no constant of the VM: a break that says so, and eager's answer
+    explained = stage4_fx.explain(lambda x: x * numpy.isnan(1.0))(torch.randn(3))
+    assert explained.graph_break_count >= 1
+    assert "numpy.isnan returned" in str(explained.break_reasons[0])
