@@ -194,6 +194,7 @@ WRAPPERS = (
     (callables.is_method_of_self, callables.wrap_method_of_self),  # xs.append
     (lambda v: isinstance(v, functools.partial), callables.wrap_partial),
     (lambda v: isinstance(v, torch.nn.Module), wrap_module),
+    (lambda v: isinstance(v, functions.TORCH_OPS_TYPES), wrap_other),  # `aten = torch.ops.aten`
     (objects.is_user_object, objects.wrap_user_object),  # an instance of a class in Python
     (lambda v: True, wrap_other),
 )

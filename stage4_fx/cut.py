@@ -18,6 +18,9 @@ resume after, `CannotCut` says why and the frame runs eagerly instead.
 """
 
 import dis
+import inspect
+import sys
+import types
 
 from bytecode import FreeVar, Instr, Label
 
@@ -80,10 +83,13 @@ CONDITIONAL_JUMPS |= {f"POP_JUMP_{d}_IF_{c}" for d in ("FORWARD", "BACKWARD") fo
 # locals (the live ones only, and the stack's), not the function's. `dir` only without
 # arguments: `dir(obj)` lists obj's attributes.
 FRAME_READERS = {"locals", "vars", "dir", "eval", "exec"}
-FRAME_READERS_BY_NAME = {"_getframe", "currentframe", "stack"}  # sys., inspect.
+# Functions that return their caller's frame (or every frame), known by what the code's
+# globals hold: `sys._getframe()`, `inspect.stack()`, or the function imported by name.
+# By the attribute's name alone, `torch.stack(...)` read as `inspect.stack()`.
+FRAME_FUNCTIONS = (sys._getframe, inspect.currentframe, inspect.stack)
 
 
-def reads_its_own_frame(code) -> str | None:
+def reads_its_own_frame(code, globals_) -> str | None:
     """The name of a builtin or function the code calls that reads its frame, or None."""
     instructions = list(dis.get_instructions(code))
     for index, inst in enumerate(instructions):
@@ -91,9 +97,27 @@ def reads_its_own_frame(code) -> str | None:
             if inst.argval == "dir" and called_with_arguments(instructions, index):
                 continue
             return f"{inst.argval}()"
-        if inst.opname in ("LOAD_ATTR", "LOAD_METHOD") and inst.argval in FRAME_READERS_BY_NAME:
+        if frame_function(instructions, index, globals_):
             return f"{inst.argval}()"
     return None
+
+
+def frame_function(instructions, index, globals_) -> bool:
+    """Whether the instruction at `index` loads one of FRAME_FUNCTIONS: a global, or an
+    attribute of a global module; a module the globals do not hold (imported inside the
+    function) by its name, `sys` or `inspect`."""
+    inst = instructions[index]
+    if inst.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
+        value = globals_.get(inst.argval)
+    elif inst.opname in ("LOAD_ATTR", "LOAD_METHOD") and index > 0:
+        owner = instructions[index - 1].argval
+        module = globals_.get(owner) if isinstance(owner, str) else None
+        if module is None and owner in ("sys", "inspect"):
+            module = sys if owner == "sys" else inspect
+        value = getattr(module, inst.argval, None) if isinstance(module, types.ModuleType) else None
+    else:
+        return False
+    return any(value is function for function in FRAME_FUNCTIONS)
 
 
 def called_with_arguments(instructions, index) -> bool:
@@ -126,7 +150,7 @@ def cut(code, state, globals_, side_effects) -> tuple[Codegen, list[ResumeFuncti
     code, offset = original_position(code, state.offset)
     if offset is None:
         raise CannotCut("stops_in_resume_prologue", "it stopped in a resume function's prologue")
-    if introspection := reads_its_own_frame(code):
+    if introspection := reads_its_own_frame(code, globals_):
         raise CannotCut("reads_its_own_frame", f"the function calls `{introspection}`")
     instructions = [i for i in dis.get_instructions(code) if i.opname != "EXTENDED_ARG"]
     index = next(i for i, inst in enumerate(instructions) if inst.offset == offset)

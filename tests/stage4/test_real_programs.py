@@ -6,11 +6,13 @@ decorators, torchvision's in-place ReLU, PyTorch's own dynamo tests.
 
 import enum
 import functools
+import inspect
 import os
 import subprocess
 import sys
 import typing
 import warnings
+from inspect import currentframe as here
 
 import pytest
 import torch
@@ -961,3 +963,45 @@ def test_a_numpy_function_of_numbers_is_computed_while_tracing():
     explained = stage4_fx.explain(lambda x: x * numpy.isnan(1.0))(torch.randn(3))
     assert explained.graph_break_count >= 1
     assert "numpy.isnan returned" in str(explained.break_reasons[0])
+
+
+def test_a_function_that_calls_torch_stack_is_cut_at_a_break():
+    """`torch.stack(...)` is no `inspect.stack()`: frame readers are known by what the
+    globals hold, not by an attribute's name (Mamba's scan ran eagerly, whole)."""
+
+    def scan(x):
+        print("a break")
+        return torch.stack([x, x * 2])
+
+    report = stage4_fx.explain(scan)(torch.randn(3))
+    assert "reads_its_own_frame" not in [b.kind for b in report.break_reasons]
+    assert report.graph_count == 1  # the stack after the break, in the resume function
+    stage4_fx.reset()
+    assert_same_as_eager(stage4_fx.compile(scan), scan, torch.randn(3))
+
+
+def test_frame_functions_are_found_under_any_name():
+    def by_module(x):
+        print("a break")
+        return x + 1, len(inspect.stack()) > 0
+
+    def imported(x):
+        print("a break")
+        return x + 1, here().f_code.co_name  # `here` a global: inspect.currentframe
+
+    for fn in (by_module, imported):
+        report = stage4_fx.explain(fn)(torch.randn(3))
+        assert "reads_its_own_frame" in [b.kind for b in report.break_reasons], fn
+        stage4_fx.reset()
+        assert_same_as_eager(stage4_fx.compile(fn), fn, torch.randn(3))
+
+
+aten = torch.ops.aten  # as torch's own modules alias it (torch/_higher_order_ops)
+
+
+def test_an_operator_reached_through_an_alias_of_its_namespace_is_recorded():
+    """`aten.slice(...)` with `aten` a global alias of `torch.ops.aten`: the namespace and its
+    packets are torch's, recorded as ops, not objects whose `__call__` the VM inlines (it
+    stopped at the packet's pybind11 function)."""
+    packet = aten.slice
+    one_graph(lambda x: aten.slice(x, 0, 0, 2) * 2 + packet.Tensor(x, 0, 1, 3), torch.randn(4))
