@@ -13,4 +13,5 @@ exceptions.py       exception objects the traced code makes, raises and catches
 constants.py        a constant's attributes and methods, run now
 signatures.py       `inspect.signature` safe in threads (CPython 3.11's `ast.parse` race)
 pure_python.py      heapq's and bisect's C functions, traced as their Python twins
+random_generators.py  `random.Random(seed)` made in the trace, run while tracing
 """

@@ -28,6 +28,7 @@ import collections
 import copyreg
 import functools
 import inspect
+import random
 import sys
 import types
 
@@ -44,7 +45,7 @@ from ..variables import (
     Variable,
     constant_args,
 )
-from . import pure_python
+from . import pure_python, random_generators
 from .dicts import DictVariable
 from .exceptions import ExceptionVariable
 from .sequences import SequenceVariable, TupleVariable
@@ -235,6 +236,8 @@ def new_instance(tx, cls_var: UserClassVariable, args, kwargs):
     if issubclass(cls, BaseException):  # an exception about to be raised: made for real
         args, kwargs = constant_args(args, kwargs)
         return ExceptionVariable(tx.run_python(cls, *args, **kwargs))
+    if cls is random.Random:  # made from a constant seed: run while tracing
+        return random_generators.new_generator(tx, args, kwargs)
     new = inspect.getattr_static(cls, "__new__")
     if isinstance(new, staticmethod):
         new = new.__func__
