@@ -10,6 +10,7 @@ that SET_FUNCTION_ATTRIBUTE completes). CALL itself, and where its NULL sits, is
 import sys
 
 from ..functions import UserFunctionVariable
+from ..python.dicts import DictVariable
 from ..variables import Variable
 
 PY313 = sys.version_info >= (3, 13)
@@ -51,4 +52,7 @@ class Calls:
             fn.kwdefaults = dict(value.items)
         elif flag == 0x01:
             fn.defaults = tuple(value.unpack(self))
-        # 0x04, annotations: they do not change what the function computes
+        elif flag == 0x04:  # annotations, (name, value, name, value ...): the function's dict
+            pairs = value.unpack(self)
+            names = [name.as_python_constant() for name in pairs[::2]]
+            fn.slots["__annotations__"] = DictVariable(dict(zip(names, pairs[1::2], strict=True)))

@@ -50,6 +50,9 @@ class FunctionObject:
             return tx.wrap(getattr(self.value, name), attr_of(self.source, name))
         if name == "__defaults__":
             return TupleVariable(list(self.defaults)) if self.defaults else ConstantVariable(None)
+        if name == "__annotations__":  # none given: CPython makes an empty dict and keeps it
+            self.slots[name] = DictVariable({})
+            return self.slots[name]
         first = self.code.co_consts[0] if self.code.co_consts else None
         made = {  # a function made in the trace (MAKE_FUNCTION): what CPython gives it
             "__name__": self.code.co_name,

@@ -1005,3 +1005,24 @@ def test_an_operator_reached_through_an_alias_of_its_namespace_is_recorded():
     stopped at the packet's pybind11 function)."""
     packet = aten.slice
     one_graph(lambda x: aten.slice(x, 0, 0, 2) * 2 + packet.Tensor(x, 0, 1, 3), torch.randn(4))
+
+
+def test_a_function_made_in_the_trace_has_its_annotations():
+    """`h.__annotations__` of a function the traced code defines: the dict of its annotations
+    (MAKE_FUNCTION's 0x04 tuple), or CPython's empty dict kept for the next read; made again
+    with them when it leaves the function."""
+
+    def make(x):
+        def annotated(b: int, c: "str" = "x") -> float:
+            return b
+
+        def bare(b):
+            return b
+
+        bare.__annotations__["z"] = 1
+        return x * len(annotated.__annotations__), annotated, bare
+
+    one_graph(lambda x: make(x)[0], torch.randn(3))
+    _, annotated, bare = stage4_fx.compile(make, fullgraph=True)(torch.randn(3))
+    assert annotated.__annotations__ == {"b": int, "c": "str", "return": float}
+    assert bare.__annotations__ == {"z": 1}
