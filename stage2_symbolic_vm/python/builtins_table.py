@@ -15,6 +15,7 @@ import inspect
 import itertools
 import math
 import operator
+import re
 import types
 
 import torch
@@ -30,6 +31,7 @@ from ..variables import (
     TensorVariable,
     Variable,
     constant_args,
+    is_constant_value,
 )
 from . import signatures
 from .callables import PartialVariable, SuperVariable
@@ -560,6 +562,24 @@ def call_set(set_type):
 
 # Each builtin's handler. One named after its builtin is `call_<name>`, as Dynamo's
 # BuiltinVariable names them: a trailing `_` would read as torch's in-place.
+def regex_function(fn):
+    """`re.compile(pattern)`, `re.search(pattern, text)`: pure functions of constants, called
+    now (re's own cache included: `re.compile(p) is re.compile(p)` as in CPython), where
+    inlining them reached `_sre`'s C compiler. unittest's `assertRaisesRegex` compiles one."""
+
+    def call(tx, *args, **kwargs):
+        if not all(value.is_python_constant() for value in [*args, *kwargs.values()]):
+            raise Unsupported("untraceable_call", f"re.{fn.__name__} of values not constants")
+        args, kwargs = constant_args(args, kwargs)
+        result = tx.run_python(fn, *args, **kwargs)
+        return ConstantVariable(result) if is_constant_value(result) else tx.wrap(result, None)
+
+    return call
+
+
+REGEX_FUNCTIONS = (re.compile, re.escape, re.search, re.match, re.fullmatch, re.findall)
+REGEX_FUNCTIONS += (re.split, re.sub, re.subn)
+
 HANDLERS = {
     len: length,
     isinstance: is_instance,
@@ -606,6 +626,7 @@ HANDLERS = {
     functools.reduce: reduce,
     **OPERATOR_FUNCTIONS,
     **ITERTOOLS,
+    **{fn: regex_function(fn) for fn in REGEX_FUNCTIONS},
 }
 
 # Methods of builtin classes called on the class: `dict.fromkeys(keys)`, by the class that

@@ -6,7 +6,7 @@ and `try` are in opcodes/exceptions.py.
 """
 
 from ..errors import Unsupported
-from ..variables import ConstantVariable, Variable, is_constant_value
+from ..variables import BoundMethodVariable, ConstantVariable, Variable, is_constant_value
 
 
 class ExceptionVariable(Variable):
@@ -32,10 +32,27 @@ class ExceptionVariable(Variable):
                     "traced code: it is the exception the caller handles, if any",
                 )
             return ConstantVariable(None) if linked is None else ExceptionVariable(linked)
+        if name == "with_traceback":
+            return BoundMethodVariable(self, name)
         value = getattr(self.exception, name, None)  # `stop.value`, `__suppress_context__`
         if name != "__traceback__" and hasattr(self.exception, name) and is_constant_value(value):
             return ConstantVariable(value)
         return super().get_attr(tx, name)
+
+    def call_method(self, tx, name, args, kwargs):
+        """`error.with_traceback(None)`, as unittest's `assertRaises` keeps the exception it
+        caught: the traceback set to none, the same object back. (The VM's exceptions have no
+        traceback of their own to give.)"""
+        if (
+            name == "with_traceback"
+            and len(args) == 1
+            and not kwargs
+            and args[0].is_python_constant()
+            and args[0].as_python_constant() is None
+        ):
+            self.exception.__traceback__ = None
+            return self
+        return super().call_method(tx, name, args, kwargs)
 
     def reconstruct(self, cg):
         cg.load_const(self.exception)

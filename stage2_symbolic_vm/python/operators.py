@@ -117,7 +117,10 @@ def binary_op(tx, fn, a, b):
         return tx.trace.shapes.arithmetic(tx, OUT_OF_PLACE.get(fn, fn), [a, b])
     if fn in SET_OPERATORS and (is_set_like(a) or is_set_like(b)):
         return set_operator(tx, fn, a, b)
-    if isinstance(a, ConstantVariable) and isinstance(b, ConstantVariable):
+    formats = fn in (operator.mod, operator.imod) and isinstance(a.identity(), (str, bytes))
+    if isinstance(a, ConstantVariable) and (
+        isinstance(b, ConstantVariable) or (formats and b.is_python_constant())
+    ):  # `"%s differ: %s" % (name, text)`: a format of constants, folded
         result = tx.run_python(fn, a.as_python_constant(), b.as_python_constant())
         return tx.wrap_constant_result(result, fn.__name__)
     result = container_op(tx, fn, a, b)
