@@ -16,6 +16,7 @@ import itertools
 import math
 import operator
 import re
+import sys
 import types
 
 import torch
@@ -37,7 +38,7 @@ from . import signatures
 from .callables import PartialVariable, SuperVariable
 from .containers import FakeIdVariable, is_none
 from .dicts import DictVariable, new_dict
-from .exceptions import ExceptionVariable
+from .exceptions import ExceptionVariable, exc_info, handled_exception
 from .iterators import (
     ITERTOOLS,
     CallableIteratorVariable,
@@ -627,6 +628,8 @@ HANDLERS = {
     **OPERATOR_FUNCTIONS,
     **ITERTOOLS,
     **{fn: regex_function(fn) for fn in REGEX_FUNCTIONS},
+    sys.exc_info: exc_info,
+    sys.exception: handled_exception,  # (3.11) the exception alone
 }
 
 # Methods of builtin classes called on the class: `dict.fromkeys(keys)`, by the class that

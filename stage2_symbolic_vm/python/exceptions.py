@@ -7,6 +7,7 @@ and `try` are in opcodes/exceptions.py.
 
 from ..errors import Unsupported
 from ..variables import BoundMethodVariable, ConstantVariable, Variable, is_constant_value
+from .sequences import TupleVariable
 
 
 class ExceptionVariable(Variable):
@@ -69,3 +70,32 @@ def as_exception(value: Variable) -> BaseException:
     if isinstance(cls, type) and issubclass(cls, BaseException):
         return cls()
     raise Unsupported("unsupported_value", f"`raise` of {value}")
+
+
+class TracebackVariable(Variable):
+    """The traceback `sys.exc_info()` gives with an exception the traced code caught: CPython
+    made it as the exception passed up its frames, the VM has none to give. Passing it on is
+    fine (`exc_info()[:2]`, a tuple unpacked); reading it is a break with this reason."""
+
+    def __repr__(self):
+        return "the traceback of an exception caught in the trace (the VM has none)"
+
+
+def handled_exception(tx) -> ExceptionVariable:
+    """The exception of the innermost `except` block of the traced code; outside any, the one
+    a caller of the traced function handles, if any: unknown here."""
+    handled = tx.exception_being_handled()
+    if handled is None:
+        raise Unsupported(
+            "unsupported_value",
+            "sys.exc_info() outside any `except` block of the traced code: it answers with the "
+            "exception the caller handles, if any, unknown here",
+        )
+    return handled
+
+
+def exc_info(tx):
+    """`sys.exc_info()`: (type, exception, traceback) of the exception being handled."""
+    handled = handled_exception(tx)
+    kind = tx.wrap(type(handled.exception), None)
+    return TupleVariable([kind, handled, TracebackVariable()])

@@ -2,6 +2,7 @@
 test_raise.py, test_contextlib.py): re-raising, causes and contexts, matching, `with`."""
 
 import contextlib
+import sys
 
 import pytest
 import torch
@@ -314,3 +315,39 @@ def test_a_bare_raise_in_a_helper_raises_out_of_the_function():
             reraise_unless(False)
 
     assert_same_as_eager(stage4_fx.compile(fn, backend="eager"), fn, torch.ones(2))
+
+
+def test_exc_info_and_exception_inside_an_except_block():
+    def case(x):
+        try:
+            {}["k"]
+        except KeyError:
+            kind, value, _ = sys.exc_info()
+            now = sys.exception()
+            nested = None
+            try:
+                int("x")
+            except ValueError:
+                nested = sys.exc_info()[0]
+            after = sys.exc_info()[0]  # the outer one again, once the inner block is left
+        return x + 1, kind, value.args, now is value, nested, after
+
+    check(case, torch.ones(2))
+
+
+def test_what_exc_info_cannot_answer_is_a_break_with_its_reason():
+    def outside(x):
+        return x + 1, sys.exc_info()
+
+    def reads_the_traceback(x):
+        try:
+            divmod(1, 0)
+        except ZeroDivisionError:
+            line = sys.exc_info()[2].tb_lineno
+        return x + line
+
+    for fn, says in ((outside, "outside any `except` block"), (reads_the_traceback, "tb_lineno")):
+        report = stage4_fx.explain(fn)(torch.ones(2))
+        assert says in str(report.break_reasons[0]), report.break_reasons
+        stage4_fx.reset()
+        assert_same_as_eager(stage4_fx.compile(fn), fn, torch.ones(2))
