@@ -40,6 +40,15 @@ class ExceptionVariable(Variable):
             return ConstantVariable(value)
         return super().get_attr(tx, name)
 
+    def set_attr(self, tx, name, value):
+        """`exc.__traceback__ = traceback` (contextlib's `__exit__`): none, or the traceback
+        `sys.exc_info()` gave, which the VM does not have either."""
+        if name != "__traceback__" or not (
+            value.identity() is None or isinstance(value, TracebackVariable)
+        ):
+            super().set_attr(tx, name, value)
+        self.exception.__traceback__ = None
+
     def call_method(self, tx, name, args, kwargs):
         """`error.with_traceback(None)`, as unittest's `assertRaises` keeps the exception it
         caught: the traceback set to none, the same object back. (The VM's exceptions have no

@@ -27,6 +27,7 @@ from ..errors import CannotReconstruct, ObservedException
 from ..sources import ReducedSource
 from ..variables import BoundMethodVariable, ConstantVariable, LazyVariable, Variable
 from .dicts import DictVariable, DictViewVariable
+from .exceptions import ExceptionVariable, as_exception
 from .objects import ObjectVariable, UserObjectVariable, class_lookup
 from .operators import binary_op, equal
 from .sequences import SequenceVariable, TupleVariable
@@ -476,15 +477,39 @@ class GeneratorVariable(IteratorVariable):
         return self.frame.yielded
 
     def get_attr(self, tx, name):
-        if name in ("send", "__next__"):
+        if name in ("send", "__next__", "throw"):
             return BoundMethodVariable(self, name)
         return super().get_attr(tx, name)
 
     def call_method(self, tx, name, args, kwargs):
-        item = self.next_item(tx, args[0] if name == "send" else None)
+        if name == "throw":
+            item = self.throw(tx, *args)
+        else:
+            item = self.next_item(tx, args[0] if name == "send" else None)
         if item is None:
             raise ObservedException(self.stop_iteration())
         return item
+
+    def throw(self, tx, kind, value=None, _traceback=None):
+        """`gen.throw(exc)` (or 3.11's `throw(type, value, traceback)`, as contextlib's
+        `__exit__` calls it when the `with` body raised): the exception is raised where the
+        generator paused, as CPython raises it at its `yield`; a handler there runs the
+        generator on to its next `yield`, and without one the exception leaves `throw`."""
+        exception = value if isinstance(value, ExceptionVariable) else kind
+        error = ObservedException(as_exception(exception), "the generator (`throw`)")
+        if not self.started or self.finished:  # raised before the first line, or after it ended
+            self.finished = True
+            raise error
+        paused_at = self.frame.instructions[self.frame.ip - 1]  # the YIELD_VALUE
+        if not self.frame.handle_exception(paused_at, error):
+            self.finished = True
+            raise error
+        self.frame.yielded = None
+        self.frame.run()
+        if self.frame.yielded is None:  # it returned: StopIteration
+            self.finished, self.returned = True, self.frame.return_value
+            return None
+        return self.frame.yielded
 
     def stop_iteration(self):
         """`return value` in a generator is `StopIteration(value)` (no argument for None)."""

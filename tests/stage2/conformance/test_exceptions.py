@@ -351,3 +351,56 @@ def test_what_exc_info_cannot_answer_is_a_break_with_its_reason():
         assert says in str(report.break_reasons[0]), report.break_reasons
         stage4_fx.reset()
         assert_same_as_eager(stage4_fx.compile(fn), fn, torch.ones(2))
+
+
+def test_an_exception_in_a_with_block_of_a_contextmanager():
+    """contextlib's `__exit__` throws the body's exception into the generator: a handler
+    there swallows it, a `finally` runs, none lets it through (`gen.throw`)."""
+
+    @contextlib.contextmanager
+    def swallow(kind, seen):
+        try:
+            yield "entered"
+        except kind as error:
+            seen.append(type(error).__name__)
+
+    @contextlib.contextmanager
+    def closing_log(log):
+        try:
+            yield
+        finally:
+            log.append("closed")
+
+    def case(x):
+        log = []
+        with swallow(KeyError, log) as entered:
+            {}.pop("k")
+        with closing_log(log):
+            raised = outcome(divmod, 1, 0)
+        try:
+            with closing_log(log):
+                int("x")
+        except ValueError as error:
+            caught = error.args
+        return x + 1, entered, raised, caught, log
+
+    check(case, torch.ones(2))
+
+
+def test_throw_into_a_generator():
+    def case(x):
+        def numbers():
+            try:
+                yield 1
+            except ValueError:
+                yield 2
+            yield 3
+
+        it = numbers()
+        first = next(it)
+        thrown = it.throw(ValueError("v"))
+        unhandled = numbers()
+        next(unhandled)
+        return x + first + thrown + next(it), outcome(unhandled.throw, KeyError("k"))
+
+    check(case, torch.ones(2))
