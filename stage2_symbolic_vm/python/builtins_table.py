@@ -563,6 +563,21 @@ def call_set(set_type):
 
 # Each builtin's handler. One named after its builtin is `call_<name>`, as Dynamo's
 # BuiltinVariable names them: a trailing `_` would read as torch's in-place.
+def sequence_of(kind):
+    """`list(iterable)`, `tuple(iterable)`, with CPython's errors for other arguments."""
+
+    def make(tx, *args, **kwargs):
+        if kwargs:
+            raise ObservedException(TypeError(f"{kind.__name__}() takes no keyword arguments"))
+        if len(args) > 1:
+            message = f"{kind.__name__} expected at most 1 argument, got {len(args)}"
+            raise ObservedException(TypeError(message))
+        items = args[0].unpack(tx) if args else []
+        return ListVariable(items) if kind is list else TupleVariable(items)
+
+    return make
+
+
 def regex_function(fn):
     """`re.compile(pattern)`, `re.search(pattern, text)`: pure functions of constants, called
     now (re's own cache included: `re.compile(p) is re.compile(p)` as in CPython), where
@@ -597,8 +612,8 @@ HANDLERS = {
     reversed: call_reversed,
     iter: call_iter,
     next: call_next,
-    list: lambda tx, it=None: ListVariable(it.unpack(tx) if it is not None else []),
-    tuple: lambda tx, it=None: TupleVariable(it.unpack(tx) if it is not None else []),
+    list: sequence_of(list),
+    tuple: sequence_of(tuple),
     set: call_set(set),
     frozenset: call_set(frozenset),
     dict: lambda tx, *args, **kwargs: new_dict(tx, dict, args, kwargs),

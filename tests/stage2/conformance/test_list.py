@@ -356,3 +356,15 @@ def test_list_plus_tuple_raises_out_of_the_function():
 
     compiled = stage4_fx.compile(fn, backend="eager")
     assert_same_as_eager(compiled, fn, torch.ones(2))
+
+
+def test_list_and_tuple_refuse_keywords_and_extra_arguments_as_cpython():
+    def case(x):
+        return (
+            x + 1,
+            outcome(lambda: list(sequence=[1])),
+            outcome(lambda: tuple(sequence=[1])),
+            outcome(lambda: list([1], [2])),
+        )
+
+    check(case, torch.ones(2))
