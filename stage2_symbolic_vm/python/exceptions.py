@@ -43,9 +43,7 @@ class ExceptionVariable(Variable):
     def set_attr(self, tx, name, value):
         """`exc.__traceback__ = traceback` (contextlib's `__exit__`): none, or the traceback
         `sys.exc_info()` gave, which the VM does not have either."""
-        if name != "__traceback__" or not (
-            value.identity() is None or isinstance(value, TracebackVariable)
-        ):
+        if name != "__traceback__" or not cleared(value):
             super().set_attr(tx, name, value)
         self.exception.__traceback__ = None
 
@@ -53,13 +51,7 @@ class ExceptionVariable(Variable):
         """`error.with_traceback(None)`, as unittest's `assertRaises` keeps the exception it
         caught: the traceback set to none, the same object back. (The VM's exceptions have no
         traceback of their own to give.)"""
-        if (
-            name == "with_traceback"
-            and len(args) == 1
-            and not kwargs
-            and args[0].is_python_constant()
-            and args[0].as_python_constant() is None
-        ):
+        if name == "with_traceback" and len(args) == 1 and not kwargs and cleared(args[0]):
             self.exception.__traceback__ = None
             return self
         return super().call_method(tx, name, args, kwargs)
@@ -79,6 +71,11 @@ def as_exception(value: Variable) -> BaseException:
     if isinstance(cls, type) and issubclass(cls, BaseException):
         return cls()
     raise Unsupported("unsupported_value", f"`raise` of {value}")
+
+
+def cleared(traceback: Variable) -> bool:
+    """None, or the traceback `sys.exc_info()` gave: an exception left with no traceback."""
+    return traceback.identity() is None or isinstance(traceback, TracebackVariable)
 
 
 class TracebackVariable(Variable):

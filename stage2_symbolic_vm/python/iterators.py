@@ -469,6 +469,10 @@ class GeneratorVariable(IteratorVariable):
                 TypeError("can't send non-None value to a just-started generator")
             )
         self.started = True
+        return self.resume()
+
+    def resume(self):
+        """Run the paused frame on to its next `yield` (its value), or to its end (None)."""
         self.frame.yielded = None
         self.frame.run()
         if self.frame.yielded is None:  # it returned: StopIteration
@@ -504,12 +508,7 @@ class GeneratorVariable(IteratorVariable):
         if not self.frame.handle_exception(paused_at, error):
             self.finished = True
             raise error
-        self.frame.yielded = None
-        self.frame.run()
-        if self.frame.yielded is None:  # it returned: StopIteration
-            self.finished, self.returned = True, self.frame.return_value
-            return None
-        return self.frame.yielded
+        return self.resume()
 
     def stop_iteration(self):
         """`return value` in a generator is `StopIteration(value)` (no argument for None)."""
