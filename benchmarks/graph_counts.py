@@ -95,9 +95,10 @@ def build(model_type: str):
     return model, inputs
 
 
-def counts(model_type: str) -> dict:
-    """One row: the graphs and breaks of ours and of torch.compile, ours' break reasons."""
-    model, inputs = build(model_type)
+def counts(model_type: str, built=None) -> dict:
+    """One row: the graphs and breaks of ours and of torch.compile, ours' break reasons.
+    `built`: what `build(model_type)` returned, if the caller built it already."""
+    model, inputs = built or build(model_type)
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         model(**inputs)  # BigBird replaces its attention modules at its first call
