@@ -25,13 +25,13 @@ import types
 
 import torch
 
-from . import functions
+from . import functions, sources
 from .dynamic_shapes import shapes
 from .errors import Unsupported
 from .functions import NNModuleVariable, TorchVariable, UserFunctionVariable
 from .python import builtins_table, callables, dicts, iterators, objects, sequences, sets
+from .python.outside_objects import ObjectVariable
 from .python.sequences import ListVariable, TupleVariable
-from .sources import item_of
 from .torch_api import autocast, disabled, grad_modes
 from .torch_api.autograd_function import AutogradFunctionVariable
 from .torch_api.queries import ConstantResultVariable, torch_query
@@ -119,7 +119,7 @@ def wrap_sequence(tx, value, source):
     """A list or a tuple: its type and length, and each item."""
     assume(tx, "type", source)
     assume(tx, "length", source)
-    items = [tx.read(LazyVariable(v, item_of(source, i))) for i, v in enumerate(value)]
+    items = [tx.read(LazyVariable(v, sources.item_of(source, i))) for i, v in enumerate(value)]
     return ListVariable(items, source) if type(value) is list else TupleVariable(items, source)
 
 
@@ -155,10 +155,10 @@ def wrap_other(tx, value, source):
     trace = tx.trace if source is not None else None
     if not (isinstance(value, (types.ModuleType, type)) or callable(value)):
         assume(tx, "type", source)
-        return objects.ObjectVariable(value, source, trace)
+        return ObjectVariable(value, source, trace)
     assume(tx, "id", source)
     kind = next((kind for is_kind, kind in BY_IDENTITY if is_kind(value)), None)
-    return kind(value, source) if kind else objects.ObjectVariable(value, source, trace)
+    return kind(value, source) if kind else ObjectVariable(value, source, trace)
 
 
 def is_autograd_function(value) -> bool:

@@ -43,7 +43,7 @@ from .opcodes.exceptions import Exceptions
 from .opcodes.names import Names
 from .python import operators
 from .python.dicts import DictVariable, realized
-from .python.objects import ObjectVariable
+from .python.outside_objects import ObjectVariable
 from .python.sequences import ListVariable, SequenceVariable, TupleVariable
 from .side_effects import SideEffects
 from .torch_api import autocast, grad_modes

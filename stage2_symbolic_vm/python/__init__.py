@@ -7,7 +7,8 @@ sets.py             sets and frozensets, combined by CPython on their keys
 iterators.py        lazy iterators and generators, stepped one item at a time
 operators.py        Python's operators on every kind of value (BINARY_OP's tables)
 builtins_table.py   the builtins and the standard library the VM models, one table
-objects.py          classes written in Python and their instances; objects not modeled
+objects.py          classes written in Python and their instances
+outside_objects.py  objects not modeled (a C class's): passed on, or pure calls folded
 callables.py        method objects, functools.partial, super(), a function's attributes
 exceptions.py       exception objects the traced code makes, raises and catches
 constants.py        a constant's attributes and methods, run now

@@ -36,6 +36,7 @@ from ..variables import (
 )
 from . import signatures
 from .callables import PartialVariable, SuperVariable
+from .constants import all_constants
 from .containers import FakeIdVariable, is_none
 from .dicts import DictVariable, new_dict
 from .exceptions import ExceptionVariable, exc_info, handled_exception
@@ -52,7 +53,6 @@ from .iterators import (
 from .objects import (
     SLOT_TYPES,
     BuiltinSlotVariable,
-    ObjectVariable,
     UserObjectVariable,
     bare_instance,
     is_python_class,
@@ -68,6 +68,7 @@ from .operators import (
     sort_order,
     unary_op,
 )
+from .outside_objects import ObjectVariable
 from .sequences import ListVariable, SequenceVariable, TupleVariable, new_deque
 from .sets import SetVariable, stand_in
 
@@ -584,7 +585,7 @@ def regex_function(fn):
     inlining them reached `_sre`'s C compiler. unittest's `assertRaisesRegex` compiles one."""
 
     def call(tx, *args, **kwargs):
-        if not all(value.is_python_constant() for value in [*args, *kwargs.values()]):
+        if not all_constants(args, kwargs):
             raise Unsupported("untraceable_call", f"re.{fn.__name__} of values not constants")
         args, kwargs = constant_args(args, kwargs)
         result = tx.run_python(fn, *args, **kwargs)

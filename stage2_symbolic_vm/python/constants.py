@@ -48,3 +48,8 @@ def plain(value):
     if type(value) in kinds:
         return value
     return next((kind(value) for kind in kinds if isinstance(value, kind)), value)
+
+
+def all_constants(args, kwargs) -> bool:
+    """Whether every argument of a call is a Python constant: a pure function may run now."""
+    return all(value.is_python_constant() for value in [*args, *kwargs.values()])

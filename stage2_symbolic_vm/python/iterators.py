@@ -28,8 +28,9 @@ from ..sources import ReducedSource
 from ..variables import BoundMethodVariable, ConstantVariable, LazyVariable, Variable
 from .dicts import DictVariable, DictViewVariable
 from .exceptions import ExceptionVariable, as_exception
-from .objects import ObjectVariable, UserObjectVariable, class_lookup
+from .objects import UserObjectVariable, class_lookup
 from .operators import binary_op, equal
+from .outside_objects import ObjectVariable
 from .sequences import SequenceVariable, TupleVariable
 
 END = object()  # what `next(iterator, END)` gives at the end

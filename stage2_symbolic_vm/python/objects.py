@@ -20,8 +20,7 @@ What is read is read through sources that do not run any Python again:
 guard checks exactly the storage the trace relied on.
 
 An object of a class written in C that the VM does not model (a NumPy array, a C
-library's handle) is an ObjectVariable: it can be passed on and compared with `is`,
-nothing more.
+library's handle) is an ObjectVariable (outside_objects.py).
 """
 
 import collections
@@ -29,8 +28,6 @@ import copyreg
 import functools
 import inspect
 import random
-import re
-import sys
 import types
 
 from ..errors import CannotReconstruct, ObservedAttributeError, ObservedException, Unsupported
@@ -46,7 +43,7 @@ from ..variables import (
     Variable,
     constant_args,
 )
-from . import pure_python, random_generators
+from . import random_generators
 from .dicts import DictVariable
 from .exceptions import ExceptionVariable
 from .sequences import SequenceVariable, TupleVariable
@@ -592,114 +589,6 @@ class BuiltinSlotVariable(Variable):
 
     def __repr__(self):
         return f"BuiltinSlotVariable({self.descriptor.__qualname__})"
-
-
-# --- objects the VM does not model -----------------------------------------------------------
-
-
-# Methods of C objects that cannot change, pure functions of their arguments: a compiled
-# regular expression and a match of it.
-PURE_METHODS = {
-    re.Pattern: {"search", "match", "fullmatch", "findall", "split", "sub", "subn"},
-    re.Match: {"group", "groups", "groupdict", "start", "end", "span", "expand"},
-}
-
-
-def is_numpy_ufunc(value) -> bool:
-    """A NumPy ufunc (`np.sqrt`), where the program has imported NumPy."""
-    numpy = sys.modules.get("numpy")
-    return numpy is not None and isinstance(value, numpy.ufunc)
-
-
-class ObjectVariable(Variable):
-    """An outside object the VM does not model (a C object, a class): it can only be passed on.
-
-    Its identity can be relied on (`x is Foo`, `isinstance(v, Foo)`), which is an "id"
-    assumption, unless it was found inside something already assumed (`torch.Tensor`: trace=None).
-    """
-
-    def __init__(self, value, source=None, trace=None):
-        self.value, self.source, self.trace = value, source, trace
-
-    def python_type(self):
-        return type(self.value)
-
-    def identity(self):
-        if self.trace is not None:
-            self.trace.assume("id", self.source)
-        return self.value
-
-    def get_attr(self, tx, name):
-        """An attribute of a module, or of an object of a class written in C, read now (and
-        guarded through its source, if the object has one)."""
-        if not hasattr(self.value, name):
-            raise ObservedAttributeError(f"{type(self.value).__name__} has no attribute {name!r}")
-        return tx.wrap(getattr(self.value, name), attr_of(self.source, name))
-
-    def call(self, tx, args, kwargs):
-        if (result := pure_python.call(tx, self.value, args, kwargs)) is not None:
-            return result  # `heapq.heappush`: its Python twin, traced
-        method = self.value  # `list.copy(xs)`, for xs of exactly that class: `xs.copy()`
-        descriptor = isinstance(method, types.MethodDescriptorType)
-        if descriptor and args and exact_type(args[0]) is method.__objclass__:
-            return args[0].call_method(tx, method.__name__, args[1:], kwargs)
-        name = getattr(self.value, "__qualname__", type(self.value).__name__)
-        module = getattr(self.value, "__module__", None)
-        shown = f"{module}.{name}" if module else name
-        if is_numpy_ufunc(self.identity()) and all(
-            a.is_python_constant() for a in [*args, *kwargs.values()]
-        ):  # `np.sqrt(self.d_model)` (CTRL): a pure function of numbers, computed now, as
-            # torch.compile folds it; its answer is NumPy's scalar (np.float64, a float)
-            args, kwargs = constant_args(args, kwargs)
-            return tx.wrap_constant_result(tx.run_python(self.value, *args, **kwargs), shown)
-        raise Unsupported("untraceable_call", f"call to `{shown}`, which the VM cannot look inside")
-
-    def truth(self, tx):
-        """True when its class has neither `__bool__` nor `__len__` (CPython's default for any
-        object): a function, a method descriptor, a class. `copy.copy` tests the copier it
-        found so (`if copier:`)."""
-        kind = type(self.value)
-        if hasattr(kind, "__bool__") or hasattr(kind, "__len__"):
-            raise Unsupported("unsupported_value", f"cannot test the truth of {self}")
-        self.identity()  # relied on: this object, whose class says it is true
-        return True
-
-    def call_method(self, tx, name, args, kwargs):
-        kind = type(self.value)
-        if name in PURE_METHODS.get(kind, ()) and all(
-            a.is_python_constant() for a in [*args, *kwargs.values()]
-        ):  # `pattern.search(message)`: the object cannot change, its method is a function of
-            # constants, called now (unittest's assertRaisesRegex)
-            self.identity()  # relied on: this very pattern
-            args, kwargs = constant_args(args, kwargs)
-            result = tx.run_python(getattr(self.value, name), *args, **kwargs)
-            return (
-                tx.wrap(result, None)
-                if isinstance(result, re.Match)
-                else (tx.wrap_constant_result(result, name))
-            )
-        raise Unsupported(
-            "untraceable_call",
-            f"method `{name}` of a {kind.__module__}.{kind.__qualname__} object: its C code "
-            "(NumPy's, the standard library's, another library's) runs outside the trace",
-        )
-
-    def reconstruct(self, cg):
-        if self.source is not None:
-            cg.load_source(self.source)
-        else:
-            cg.load_const(self.value)  # an object made by the VM (an exception about to be raised)
-
-    def __repr__(self):
-        return f"ObjectVariable({type(self.value).__name__} {self.source or ''})"
-
-
-def exact_type(var: Variable):
-    """The class of the value, or None where the VM does not know it."""
-    try:
-        return var.python_type()
-    except Unsupported:
-        return None
 
 
 def is_user_object(value) -> bool:

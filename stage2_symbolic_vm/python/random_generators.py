@@ -14,6 +14,7 @@ import random
 
 from ..errors import Unsupported
 from ..variables import BoundMethodVariable, Variable, constant_args
+from .constants import all_constants
 
 # The methods that draw numbers, or read and set the state, from constants alone. `shuffle`
 # is not among them: it changes a list in place, which this module does not model.
@@ -44,7 +45,7 @@ class RandomVariable(Variable):
     def call_method(self, tx, name, args, kwargs):
         if name not in METHODS or not hasattr(self.generator, name):
             raise Unsupported("unsupported_value", f"random.Random.{name} is not modeled")
-        if not all(value.is_python_constant() for value in [*args, *kwargs.values()]):
+        if not all_constants(args, kwargs):
             raise Unsupported(
                 "unsupported_value", f"random.Random.{name} of values that are not constants"
             )
@@ -63,7 +64,7 @@ def new_generator(tx, args, kwargs) -> RandomVariable:
             "untraceable_call",
             "random.Random() seeds itself from the system: its numbers change at every call",
         )
-    if not all(value.is_python_constant() for value in [*args, *kwargs.values()]):
+    if not all_constants(args, kwargs):
         raise Unsupported("untraceable_call", "random.Random seeded with a value not a constant")
     args, kwargs = constant_args(args, kwargs)
     return RandomVariable(tx.run_python(random.Random, *args, **kwargs))
