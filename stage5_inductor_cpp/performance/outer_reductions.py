@@ -76,15 +76,18 @@ def phases(writer) -> list[Phase] | None:
 
 
 def interchangeable(writer, node: SchedulerNode) -> bool:
-    """Whether a reduction's loads are contiguous along the last outer dim, and not along
-    its reduction."""
+    """Whether a reduction's loads along the last outer dim are contiguous along it, and
+    not along its reduction. Loads that do not move with the last dim are the same for its
+    whole SIMD loop: a layer norm's backward sums the gradient times the normalised input
+    over the rows, reading each row's mean and scale beside the columns."""
     data = node.buffer.data
     if data.reduction_type not in cpp.REDUCTIONS or node.name in writer.stashes:
         return False
     last, rs = f"x{writer.n - 1}", [f"r{i}" for i in range(len(data.reduction_ranges))]
-    loads = [index for _, index in node.loads(writer.n)]
-    contiguous = all(index.coefficient(last) == 1 for index in loads)
-    return bool(loads) and contiguous and not any(i.coefficient(r) == 1 for i in loads for r in rs)
+    moving = [i for _, i in node.loads(writer.n) if i.coefficient(last) != 0]
+    contiguous = all(index.coefficient(last) == 1 for index in moving)
+    along_reduction = any(index.coefficient(r) == 1 for index in moving for r in rs)
+    return bool(moving) and contiguous and not along_reduction
 
 
 class RowAccumulator:

@@ -444,11 +444,6 @@ def test_an_outer_reduction_of_a_whole_image_is_shared_out_among_the_threads(red
     torch.testing.assert_close(compiled(x), compiled(x), rtol=0, atol=0, equal_nan=True)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="held back until a device check runs on it: d18c825's outer_reductions.interchangeable "
-    "(loads that do not move along the last dim do not stop the interchange)",
-)
 def test_a_column_sum_that_reads_a_value_per_row_is_an_outer_reduction():
     """A layer norm's weight gradient: the sum over the rows of the gradient times the
     normalised input, which reads each row's mean and scale beside the columns. Those do
