@@ -250,8 +250,11 @@ class Scheduler:
             return "the step is an extern call into torch"
         outer = self.fused_outer(step, node)
         if outer is None:
-            outer, ranges = list(step.outer), list(node.ranges)
-            return f"iteration spaces differ: kernel outer {outer}, node {ranges}"
+            return f"iteration spaces differ: kernel outer {[*step.outer]}, node {[*node.ranges]}"
+        if outer != step.outer and not node.reads() & step.produced():
+            # A reduction that shares nothing with a pointwise kernel would only cost it its
+            # inner loops, and itself the loop order of a column sum (outer_reductions.py).
+            return "a reduction of other values would change the kernel's loops"
         biggest = max(hint(math.prod(n.ranges)) for n in [*step.nodes, node])  # sizes.py
         if math.prod(outer) == 1 and biggest > 1:
             return "the fused kernel would have no parallel loop"

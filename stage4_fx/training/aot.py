@@ -66,6 +66,21 @@ RECOMPUTABLE = {
 }  # fmt: skip
 
 
+# Ops whose inputs are in memory whatever a compiler fuses around them: a library's matrix
+# product. A cheap value that one of them reads in the backward, through views, is written
+# there anyway; saving it costs little more, and spares computing it again (a GELU's
+# output, which the weight's gradient multiplies). Torch's partitioner bans recomputing
+# such values too (`is_materialized_backwards`, torch/_functorch/partitioners.py). Not a
+# convolution's inputs: recomputed from the convolution before them, a BatchNorm and a ReLU
+# cost a pass over the image, and saving them a second image per block.
+LIBRARY_OPS = {aten.mm.default, aten.bmm.default, aten.addmm.default}
+VIEWS = {
+    aten.view.default, aten.permute.default, aten.t.default, aten.expand.default,
+    aten.unsqueeze.default, aten.squeeze.dim, aten.squeeze.dims, aten.alias.default,
+    aten.slice.Tensor, aten.select.int, aten.transpose.int,
+}  # fmt: skip
+
+
 class NeedsTorch(Exception):
     """This graph's training cannot be split into two graphs: run it in torch (the reason)."""
 
@@ -277,11 +292,16 @@ def partition(joint: Joint) -> Partition:
     saved -= in_backward
 
     position = {node: i for i, node in enumerate(nodes)}
+    kept = {  # values made again in the backward's memory anyway: saved, never recomputed
+        n for n in nodes
+        if cheap(n) and n not in in_backward and n.target not in VIEWS
+        and read_by_library(n, in_backward)
+    }  # fmt: skip
     changed = True
     while changed:
         changed = False
         for value in sorted(saved, key=position.__getitem__, reverse=True):
-            smaller = recompute_from_sources(value, saved)
+            smaller = recompute_from_sources(value, saved, kept)
             if smaller is not None:
                 saved, changed = smaller, True
                 break
@@ -311,24 +331,37 @@ def partition(joint: Joint) -> Partition:
     return Partition(forward, backward, [n.name for n in saved_list], recomputed, tangents_of)
 
 
-def recompute_from_sources(value: torch.fx.Node, saved: set) -> set | None:
+def recompute_from_sources(value: torch.fx.Node, saved: set, kept: set) -> set | None:
     """The saved values with `value` and the others that cheap ops make from the same
-    sources recomputed from those sources, or None when that would not save memory.
+    sources recomputed from those sources, or None when that would not save memory. The
+    values of `kept` are not recomputed: they are saved where the others need them.
 
     One value at a time is not enough: BatchNorm's forward saves `x - mean` and
     `(x - mean) * rstd`, each as large as `x`, and recomputing either alone costs `x` plus
     a statistic, a few bytes more than it saves; recomputing both from `x` saves one."""
-    if not cheap(value):
+    if not cheap(value) or value in kept:
         return None
     others = saved - {value}
-    sources = cheap_sources([value], others)
+    sources = cheap_sources([value], others | kept)
     group = {value} | {
-        u for u in others
-        if cheap(u) and cheap_sources([u], others - {u}) <= others - {u} | sources
+        u for u in others - kept
+        if cheap(u) and cheap_sources([u], others - {u} | kept) <= others - {u} | sources
     }  # fmt: skip
     rest = saved - group
-    smaller = rest | cheap_sources(list(group), rest)
+    smaller = rest | cheap_sources(list(group), rest | kept)
     return smaller if saved_bytes(smaller) <= saved_bytes(saved) else None
+
+
+def read_by_library(node: torch.fx.Node, in_backward: set) -> bool:
+    """Whether a call of `LIBRARY_OPS` in the backward reads `node`, or a view of it."""
+    todo = [node]
+    while todo:
+        for user in todo.pop().users:
+            if user.target in LIBRARY_OPS and user in in_backward:
+                return True
+            if user.target in VIEWS:
+                todo.append(user)
+    return False
 
 
 def cheap(node: torch.fx.Node) -> bool:

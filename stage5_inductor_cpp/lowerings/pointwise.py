@@ -86,13 +86,26 @@ def power(graph, out, a, b):
     if is_tensor(b):
         return make_pointwise(ops.pow, a, b, dtype=out.dtype)
     # torch special-cases these exponents (aten/src/ATen/native/cpu/PowKernel.cpp): match it.
+    # Its kernel multiplies in the tensor's dtype, so a bfloat16 square is rounded before
+    # the next step, as a float16 one is on CUDA; the CPU's float16 calls std::pow instead,
+    # and rounds once.
+    rounded = out.dtype == torch.bfloat16 or (
+        out.dtype == torch.float16 and graph.device.type == "cuda"
+    )
+
+    def square(x):  # rounded to the dtype, then computed on in float32
+        product = ops.mul(x, x)
+        if not rounded:
+            return product
+        return ops.to_dtype(ops.to_dtype(product, out.dtype), upcast(out.dtype))
+
     special = {
         2: lambda x: ops.mul(x, x),
-        3: lambda x: ops.mul(ops.mul(x, x), x),
+        3: lambda x: ops.mul(square(x), x),
         0.5: ops.sqrt,
         -0.5: ops.rsqrt,
         -1: ops.reciprocal,
-        -2: lambda x: ops.reciprocal(ops.mul(x, x)),
+        -2: lambda x: ops.reciprocal(square(x)),
     }
     if is_tensor(a) and b in special:
         return make_pointwise(special[b], a, dtype=out.dtype)

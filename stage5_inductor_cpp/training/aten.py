@@ -26,7 +26,10 @@ aten = torch.ops.aten
 # the norms, whose decompositions are pointwise ops and reductions that fuse (an inference
 # graph under autocast meets eval-mode batch norm, `_no_training`, here). Not CPU flash
 # attention's: its backward, not decomposed, reads the forward's logsumexp, which the
-# decomposed forward computes otherwise (the gradients came out wrong).
+# decomposed forward computes otherwise (the gradients came out wrong). Nor an embedding's
+# backward: its decomposition accumulates with `index_put`, which torch runs on one thread
+# of the CPU, many times slower than the op it replaced; inductor writes it as a kernel of
+# atomic adds, which we have not, so the op stays an extern.
 DECOMPOSITIONS = {
     **core_aten_decompositions(),
     **get_decompositions(
@@ -39,6 +42,7 @@ DECOMPOSITIONS = {
     ),
 }
 del DECOMPOSITIONS[aten._scaled_dot_product_flash_attention_for_cpu.default]
+del DECOMPOSITIONS[aten.embedding_dense_backward.default]
 
 FUNCTIONS = {
     torch.add: [aten.add.Tensor, aten.add.Scalar],
@@ -127,6 +131,9 @@ def as_torch_calls(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
             dim, start, end, step = {**SLICE, **named, **node.kwargs}.values()
             index = (slice(None),) * (dim % x.meta["val"].dim()) + (slice(start, end, step),)
             node.target, node.args, node.kwargs = operator.getitem, (x, index), {}
+        elif node.target == aten.embedding.default:  # (weight, ids, ...): a gather kernel
+            weight, ids = node.args[:2]  # the rest are the backward's business
+            node.target, node.args, node.kwargs = F.embedding, (ids, weight), {}
         elif node.target == aten._to_copy.default and is_cast(node):
             node.op, node.target = "call_method", "to"
             node.kwargs = {"dtype": node.kwargs["dtype"], "copy": True}

@@ -17,6 +17,7 @@ from tests.stage5.test_lowering import (
     POINTWISE,
     POINTWISE_MORE,
     POOLS,
+    POWERS,
     REDUCTIONS,
     VIEWS,
     img,
@@ -154,3 +155,10 @@ def test_dtypes(name, device):
         # float32 loop and ours: a few float16 ulps apart, as any reordered sum may be
         close = {"atol": 4e-3, "rtol": 4e-3}
     check_lowered(fn, *args, device=device, externs=("check_indices",), **close)
+
+
+@pytest.mark.parametrize("dtype, exponent", POWERS)
+def test_pow_rounds_where_eagers_kernel_rounds(dtype, exponent, device):
+    """Stage 5's case, on each device: CUDA's float16 kernel rounds the square too."""
+    a = (torch.rand(4096) * 4 + 0.25).to(dtype)
+    check_lowered(lambda a: a**exponent, a.to(device), device=device, rtol=0, atol=0)
