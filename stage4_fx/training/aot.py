@@ -292,10 +292,13 @@ def partition(joint: Joint) -> Partition:
     saved -= in_backward
 
     position = {node: i for i, node in enumerate(nodes)}
-    kept = {  # values made again in the backward's memory anyway: saved, never recomputed
+    # Values the backward would make again in memory anyway are saved, never recomputed;
+    # not the graph's outputs: the caller holds those, and a view the backward reads of one
+    # (BERT's first token, which its pooler multiplies) is made again from it.
+    kept = {
         n for n in nodes
         if cheap(n) and n not in in_backward and n.target not in VIEWS
-        and read_by_library(n, in_backward)
+        and n not in forward_outputs and read_by_library(n, in_backward)
     }  # fmt: skip
     changed = True
     while changed:
