@@ -46,6 +46,8 @@ OPS = {
     "gelu": "F.gelu(h)",
     "silu": "F.silu(h)",
     "tanh": "h.tanh()",
+    "cube": "h.clamp(-2, 2) ** 3",  # eager's half dtypes round the square first
+    "gelu_tanh": "0.5 * h * (1 + torch.tanh(0.7978845608 * (h + 0.044715 * h**3)))",  # GPT-2's
     "cat": f"torch.cat([h[:, :{COLS // 2}], x[:, {COLS // 2}:]], -1)",
     "float": "h.float()",
     "to_bf16": "h.to(torch.bfloat16)",
