@@ -49,23 +49,25 @@ from stage3_guards import SameArguments
 log = get_logger("graph")
 aten = torch.ops.aten
 
+# Views, which cost nothing to make again and share their source's memory.
+VIEWS = {
+    aten.view.default, aten.permute.default, aten.t.default, aten.transpose.int,
+    aten.expand.default, aten.unsqueeze.default, aten.squeeze.dim, aten.squeeze.dims,
+    aten.alias.default, aten.detach.default, aten.slice.Tensor, aten.select.int,
+}  # fmt: skip
 # The ops the backward may compute again rather than read from memory: pointwise and
-# deterministic (never `bernoulli`: dropout's mask is drawn once), or views, which cost
-# nothing. Matmuls, convolutions and reductions are always saved.
-RECOMPUTABLE = {
+# deterministic (never `bernoulli`: dropout's mask is drawn once), or views. Matmuls,
+# convolutions and reductions are always saved.
+RECOMPUTABLE = VIEWS | {
     aten.add.Tensor, aten.add.Scalar, aten.sub.Tensor, aten.sub.Scalar, aten.mul.Tensor,
     aten.mul.Scalar, aten.div.Tensor, aten.div.Scalar, aten.neg.default, aten.exp.default,
     aten.relu.default, aten.sigmoid.default, aten.tanh.default, aten.erf.default,
     aten.rsqrt.default, aten.sqrt.default, aten.pow.Tensor_Scalar, aten.where.self,
     aten.le.Scalar, aten.lt.Scalar, aten.ge.Scalar, aten.gt.Scalar, aten.eq.Scalar,
     aten.gelu.default, aten.silu.default, aten.clamp.default, aten.clamp_min.default,
-    aten.view.default, aten.permute.default, aten.expand.default, aten.unsqueeze.default,
-    aten.squeeze.dim, aten.squeeze.dims, aten.t.default, aten.alias.default,
-    aten.slice.Tensor, aten.select.int, aten.detach.default, aten.sin.default,
-    aten.cos.default, aten.scalar_tensor.default, aten.full.default, aten._to_copy.default,
+    aten.sin.default, aten.cos.default, aten.scalar_tensor.default, aten.full.default,
+    aten._to_copy.default,
 }  # fmt: skip
-
-
 # Ops whose inputs are in memory whatever a compiler fuses around them: a library's matrix
 # product. A cheap value that one of them reads in the backward, through views, is written
 # there anyway; saving it costs little more, and spares computing it again (a GELU's
@@ -74,11 +76,6 @@ RECOMPUTABLE = {
 # convolution's inputs: recomputed from the convolution before them, a BatchNorm and a ReLU
 # cost a pass over the image, and saving them a second image per block.
 LIBRARY_OPS = {aten.mm.default, aten.bmm.default, aten.addmm.default}
-VIEWS = {
-    aten.view.default, aten.permute.default, aten.t.default, aten.expand.default,
-    aten.unsqueeze.default, aten.squeeze.dim, aten.squeeze.dims, aten.alias.default,
-    aten.slice.Tensor, aten.select.int, aten.transpose.int,
-}  # fmt: skip
 
 
 class NeedsTorch(Exception):
