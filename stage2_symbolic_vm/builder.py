@@ -29,6 +29,7 @@ from . import functions, sources
 from .dynamic_shapes import shapes
 from .errors import Unsupported
 from .functions import NNModuleVariable, TorchVariable, UserFunctionVariable
+from .like_eager import in_place
 from .python import builtins_table, callables, dicts, iterators, objects, sequences, sets
 from .python.outside_objects import ObjectVariable
 from .python.sequences import ListVariable, TupleVariable
@@ -89,8 +90,7 @@ def wrap_tensor(tx, value, source):
     tx.trace.assume("tensor", source)
     meta = tx.trace.shapes.fake_input(tx, value, source)
     if meta is None:
-        meta = torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device="meta")
-        meta.requires_grad_(value.requires_grad)
+        meta = in_place.stand_in(value)
     node = tx.trace.add_node("input", None, source=source, meta=meta, lineno=tx.lineno)
     return TensorVariable(node, meta, value.device, source=source, type_=type(value))
 

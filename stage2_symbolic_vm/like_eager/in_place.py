@@ -82,3 +82,15 @@ def changes_state(target, args, kwargs) -> bool:
     if name in RANDOM_OPS or in_place(target, name) or "out" in kwargs:
         return True
     return inplace_argument(target, args, kwargs) is True
+
+
+def stand_in(value: torch.Tensor) -> torch.Tensor:
+    """A meta tensor for an input tensor: its shape, strides and dtype, and a leaf where the
+    caller's tensor is one, a result of autograd where it is not. Eager refuses to write in
+    place into a leaf that requires grad, not into a result of autograd (wav2vec2 writes
+    its masked frames into one), and so must the trace."""
+    meta = torch.empty_strided(value.shape, value.stride(), dtype=value.dtype, device="meta")
+    if value.grad_fn is None:
+        return meta.requires_grad_(value.requires_grad)
+    with torch.enable_grad():  # what clone makes of a leaf: not a leaf
+        return meta.requires_grad_().clone()

@@ -113,8 +113,13 @@ def trace_joint(
         enable_python_dispatcher(),
     ):
         fakes = [fake.from_tensor(a) if isinstance(a, torch.Tensor) else a for a in args]
+        # A caller's tensor made by autograd (not a leaf) may be written in place, as eager
+        # allows: its stand-in is not a leaf either.
         fakes = [
-            f.detach().requires_grad_(g) if g else f for f, g in zip(fakes, needs_grad, strict=True)
+            (f.detach().requires_grad_().clone() if a.grad_fn else f.detach().requires_grad_())
+            if g
+            else f
+            for f, g, a in zip(fakes, needs_grad, args, strict=True)
         ]
         returned = gm(*fakes)
         outputs = as_list(returned)

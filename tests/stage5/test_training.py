@@ -385,3 +385,24 @@ def test_an_embeddings_gradient_is_torchs_own_call_not_an_index_put():
     compiled = check_training(embed, ids, table, w)
     externs = [name for part in compiled.parts for name in part.last.extern_names]
     assert sorted(externs) == ["check_indices", "embedding_dense_backward.default", "mm", "mm"]
+
+
+def write_first_row(h, v):
+    h[0] = v  # wav2vec2's SpecAugment writes its mask's rows so, after a graph break
+    return h * 2
+
+
+def test_a_graph_that_writes_into_a_computed_input_runs_in_torch_and_says_why():
+    """An input that autograd made (not a leaf) may be written in place, as eager allows;
+    the first trace's stand-in for it was a leaf, and raised where eager did not."""
+    x, v = torch.randn(4, 3, requires_grad=True), torch.randn(3)
+    twin = x.detach().clone().requires_grad_()
+    keep = KeepGraphs(compile_fx)
+    actual = stage4_fx.compile(write_first_row, backend=keep)(x * 1, v)
+    expected = write_first_row(twin * 1, v)
+    torch.testing.assert_close(actual, expected)
+    actual.sum().backward()
+    expected.sum().backward()
+    torch.testing.assert_close(x.grad, twin.grad)
+    (graph,) = keep.graphs
+    assert graph.torch_reasons == ["the graph writes into an input that requires grad"]
