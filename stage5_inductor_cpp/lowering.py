@@ -163,29 +163,28 @@ def reindex(value, ranges, reindex_fn):
 
 def make_reduction(graph, x, dims, keepdim, reduction_type, dtype, compute=None):
     """Reduce `x` over `dims` into a new buffer (a keepdim result is a view of it)."""
-    rank = len(x.ranges)
-    dims = reduced_dims(x, dims)
+    reduction = reduction_of(x, dims, reduction_type, dtype, compute)
+    result = graph.add_buffer(split_reduction(graph, reduction))
+    if not keepdim:
+        return result
+    dims, rank = reduced_dims(x, dims), len(x.ranges)
+    out_ranges = tuple(1 if d in dims else x.ranges[d] for d in range(rank))
+    return reindex(result, out_ranges, lambda idx: [idx[d] for d in range(rank) if d not in dims])
+
+
+def reduction_of(x, dims, reduction_type, dtype, compute=None) -> Reduction:
+    """The reduction of `x` over `dims`, before it is a buffer (or two: split_reductions.py)."""
+    rank, dims = len(x.ranges), reduced_dims(x, dims)
     kept = [d for d in range(rank) if d not in dims]
     compute = upcast(compute or x.dtype)
     load = loader_for(x, x.ranges, compute)
 
-    def inner_fn(idx, ridx):
-        full = [None] * rank
-        for d, i in zip(kept, idx, strict=True):
-            full[d] = i
-        for d, r in zip(dims, ridx, strict=True):
-            full[d] = r
-        return load(full)
+    def inner_fn(idx, ridx):  # the kept dims' indices and the reduced ones', in place
+        at = dict(zip(kept, idx, strict=True)) | dict(zip(dims, ridx, strict=True))
+        return load([at[d] for d in range(rank)])
 
-    ranges = tuple(x.ranges[d] for d in kept)
-    reduction = Reduction(
-        dtype, ranges, tuple(x.ranges[d] for d in dims), reduction_type, inner_fn, compute
-    )
-    result = graph.add_buffer(split_reduction(graph, reduction))
-    if not keepdim:
-        return result
-    out_ranges = tuple(1 if d in dims else x.ranges[d] for d in range(rank))
-    return reindex(result, out_ranges, lambda idx: [idx[d] for d in kept])
+    ranges, reduced = tuple(x.ranges[d] for d in kept), tuple(x.ranges[d] for d in dims)
+    return Reduction(dtype, ranges, reduced, reduction_type, inner_fn, compute)
 
 
 def reduced_dims(x, dims) -> list[int]:

@@ -35,6 +35,10 @@ class Rules:
     # bound). On a CPU a big one stays after the last call before it: its values are still
     # in the cache when the call after it reads them (scheduler.py's `place`).
     fuse_across_library_calls: bool = False
+    # A variance over rows that one kernel holds whole (not split) is two passes in float,
+    # as CUDA's eager accumulates in float; the CPU's eager accumulates in double, and so
+    # does its variance here (lowerings/decompositions.py, `_variance`).
+    float_variance_of_rows: bool = False
 
 
 CPU_RULES = Rules()  # stage 5's

@@ -150,6 +150,7 @@ GPU_RULES = Rules(
     recompute_images=True,
     few_convolutions_keep_eager_layout=True,
     fuse_across_library_calls=True,
+    float_variance_of_rows=True,
 )
 
 

@@ -29,6 +29,7 @@ import contextlib
 import dataclasses
 import math
 import operator
+import re
 from typing import ClassVar
 
 import torch
@@ -240,6 +241,7 @@ REDUCTIONS = {
     "argmin": ("argmin_combine", None),
 }
 NO_INDEX = 2**31 - 1
+TEMPORARY = re.compile(r"\btmp\d+\b")  # a value the kernel computes (the shared writer's names)
 
 
 @dataclasses.dataclass
@@ -286,6 +288,7 @@ class TritonKernel(KernelWriter):
         self.indirect_sizes: dict[str, int] = {}  # index variable -> the size it indexes
         self.walked: set[str] = set()  # how its loads in loops walk memory (`walks`)
         self.declared: dict[str, torch.dtype] = {}  # temporary -> its dtype (typecheck.py)
+        self.loads_at = 0  # the line of the current block where its next load goes (`read`)
 
     def walks(self, index: Index) -> str | None:
         """How a load in a loop walks memory: "along" a row (stride 1 along it), "across" rows
@@ -347,7 +350,17 @@ class TritonKernel(KernelWriter):
         expr = f"tl.load({pointer}{', ' + mask if mask else ''}{hint})"
         if not dims:  # one element for every lane: a block, as inductor does
             expr, dims = f"tl.broadcast_to({expr}, {self.block_shape({'x'})})", {"x"}
-        return self.emit(expr, self.dtypes[name], dims)
+        lines = len(self.lines)
+        value = self.emit(expr, self.dtypes[name], dims)
+        written = {self.kernel.in_place.get(s, s) for s in self.stored}
+        if len(self.lines) > lines and not TEMPORARY.search(expr) and name not in written:
+            # Loads first, as inductor writes them: a load written after a function with a
+            # branch (sin's slow path for large arguments) waits for it, and fewer reads
+            # are in flight. Not one whose address or mask is computed, nor one of a
+            # buffer this kernel stores (it reads what the store wrote).
+            self.lines.insert(self.loads_at, self.lines.pop())
+            self.loads_at += 1
+        return value
 
     def constant(self, value, dtype) -> Value:
         text = self.overrides.constant(value, dtype, self.block_shape({"x"}))
@@ -548,7 +561,9 @@ class TritonKernel(KernelWriter):
         self.lines.append(f"for roffset in range(0, {rnumel}, RBLOCK):")
         with self.block() as body:
             body += ["rindex = roffset + rbase", f"rmask = rindex < {rnumel}"]
+            outer, self.loads_at = self.loads_at, len(body)
             yield
+            self.loads_at = outer
         self.lines += ["    " + line for line in body]
 
     def write_loop(self, loop: list[SchedulerNode]):
@@ -556,6 +571,7 @@ class TritonKernel(KernelWriter):
         if self.shape.rnumel is not None and self.rsizes and self.reads_stored(loop):
             # Another thread of this program may have stored what this loop loads.
             self.lines.append("tl.debug_barrier()")
+        self.loads_at = len(self.lines)  # where this loop's loads go (`read`)
         if loop[0].is_reduction:
             if self.shape.persistent:
                 self.persistent_reduction(loop[0])

@@ -20,10 +20,12 @@ from ..lowering import (
     make_pointwise,
     make_reduction,
     reduced_dims,
+    reduction_of,
     register,
     reindex,
     upcast,
 )
+from ..performance.split_reductions import splits
 from ..symbolic.sizes import is_symbolic, maximum
 from .views import reshape_to
 
@@ -134,31 +136,57 @@ def mean(graph, out, x, dim=None, keepdim=False, *, dtype=None):
 
 
 def _variance(graph, x, dims, correction, keepdim, dtype):
-    """The variance and the mean, in double. Torch folds Welford's running mean and sum of
-    squared deviations, in double on the CPU and in float on CUDA
+    """The variance and the mean. Torch folds Welford's running mean and sum of squared
+    deviations, in double on the CPU and in float on CUDA
     (aten/src/ATen/native/SharedReduceOps.h); inductor too, in float.
 
-    Float data (float32, float16, bfloat16) takes one pass: the sums of `x`, of `x - k`
-    and of `(x - k) ** 2` in double, where `k` is the row's first element, share one loop
-    (and one split, performance/split_reductions.py). Then
-    `var = (sum((x - k)**2) - sum(x - k)**2 / n) / (n - correction)`. The shift keeps the
-    difference from cancelling (the "shifted data" algorithm): a row far from 0 loses no
-    digits, since `k` is one of its own values. And a float's square cannot overflow a
-    double. Two passes, the mean and then the squared
-    deviations, read the data twice (and on the GPU take two more kernels: a batch norm's
-    statistics in training). Double data takes them: its square may overflow."""
+    Two passes, the mean and then the squared deviations (`_two_passes`), are exact
+    enough in float and read the data twice: free where one kernel holds each row (a
+    program per row, which reads it again from its registers or cache). There they are
+    taken in float, as CUDA's eager computes (`Rules.float_variance_of_rows`: a double
+    sum costs a GPU's row kernel its place at the copy limit). Double data takes them
+    too: its square may overflow. Elsewhere float data (float32, float16, bfloat16) takes
+    one pass: the sums of `x`, of `x - k` and of `(x - k) ** 2` in double, where `k` is
+    the row's first element, share one loop (and one split, performance/
+    split_reductions.py: a batch norm's statistics in training, which two passes would
+    read in two more kernels). Then `var = (sum((x - k)**2) - sum(x - k)**2 / n) /
+    (n - correction)`. The shift keeps the difference from cancelling (the "shifted
+    data" algorithm): a row far from 0 loses no digits, since `k` is one of its own
+    values. And a float's square cannot overflow a double."""
     dims = reduced_dims(x, dims)
     count = math.prod([x.ranges[d] for d in dims])
     divisor = as_float(maximum(count - correction, 0))
-    acc = torch.float64
-    total = make_reduction(graph, x, dims, True, "sum", acc, acc)
-    mu = make_pointwise(ops.truediv, total, as_float(count), dtype=acc)
-    if upcast(dtype) == torch.float64:
-        deviation = make_pointwise(ops.sub, x, mu, dtype=acc)
-        squares = make_pointwise(lambda d: ops.mul(d, d), deviation, dtype=acc)
-        total = make_reduction(graph, squares, dims, keepdim, "sum", acc, acc)
+    acc = upcast(dtype)
+    on_rows = graph.rules.float_variance_of_rows and not splits(
+        graph, reduction_of(x, dims, "sum", acc, acc)
+    )
+    if acc == torch.float64 or on_rows:
+        mu, total = _two_passes(graph, x, dims, acc)
         variance = make_pointwise(ops.truediv, total, divisor, dtype=acc)
-        return variance, (mu if keepdim else reshape_to(graph, mu, variance.ranges))
+    else:
+        variance, mu = _shifted_one_pass(graph, x, dims, divisor)
+    if keepdim:
+        return variance, mu
+    return reshape_to(graph, variance, _kept(x, dims)), reshape_to(graph, mu, _kept(x, dims))
+
+
+def _two_passes(graph, x, dims, acc):
+    """The mean over `dims` (kept, size 1) and the sum of squared deviations from it
+    (as `keepdim` keeps it), in the dtype `acc`."""
+    count = as_float(math.prod([x.ranges[d] for d in dims]))
+    mean = make_pointwise(
+        ops.truediv, make_reduction(graph, x, dims, True, "sum", acc, acc), count, dtype=acc
+    )
+    deviation = make_pointwise(ops.sub, x, mean, dtype=acc)
+    squares = make_pointwise(lambda d: ops.mul(d, d), deviation, dtype=acc)
+    return mean, make_reduction(graph, squares, dims, True, "sum", acc, acc)
+
+
+def _shifted_one_pass(graph, x, dims, divisor):
+    """The variance and the mean (dims kept) of float data, in one pass in double."""
+    acc, count = torch.float64, as_float(math.prod([x.ranges[d] for d in dims]))
+    total = make_reduction(graph, x, dims, True, "sum", acc, acc)
+    mu = make_pointwise(ops.truediv, total, count, dtype=acc)
     # The row's first element: x at index 0 of each reduced dim (a view, size 1 there).
     first = reindex(x, tuple(1 if d in dims else s for d, s in enumerate(x.ranges)), lambda i: i)
     shifted = make_pointwise(ops.sub, x, first, dtype=acc)
@@ -172,11 +200,8 @@ def _variance(graph, x, dims, correction, keepdim, dtype):
 
     # Stored, as inference's batch_norm stores its terms: divisions in double once per
     # row, not once per element of each reader (a batch norm's every pixel).
-    variance = make_pointwise(of_sums, *sums, as_float(count), divisor, dtype=acc)
-    variance, mu = graph.realize(variance), graph.realize(mu)
-    if keepdim:
-        return variance, mu
-    return reshape_to(graph, variance, _kept(x, dims)), reshape_to(graph, mu, _kept(x, dims))
+    variance = make_pointwise(of_sums, *sums, count, divisor, dtype=acc)
+    return graph.realize(variance), graph.realize(mu)
 
 
 def _kept(x, dims) -> tuple:
@@ -361,14 +386,10 @@ def logsumexp(graph, out, x, dim, keepdim=False):
 def _normalized(graph, x, dims, eps, acc):
     """`(x - mean) / sqrt(var + eps)` over `dims`, in the dtype `acc`: the two passes of
     `_variance`, with the biased variance, as every norm uses."""
+    mean, total = _two_passes(graph, x, dims, acc)
     count = as_float(math.prod([x.ranges[d] for d in dims]))
-    total = make_reduction(graph, x, dims, True, "sum", acc, acc)
-    mean = make_pointwise(ops.truediv, total, count, dtype=acc)
+    variance = make_pointwise(ops.truediv, total, count, dtype=acc)
     deviation = make_pointwise(ops.sub, x, mean, dtype=acc)
-    squares = make_pointwise(lambda d: ops.mul(d, d), deviation, dtype=acc)
-    variance = make_pointwise(
-        ops.truediv, make_reduction(graph, squares, dims, True, "sum", acc, acc), count, dtype=acc
-    )
     scale = make_pointwise(
         lambda v: ops.rsqrt(ops.add(v, ops.constant(eps, acc))), variance, dtype=acc
     )

@@ -59,9 +59,9 @@ def reads_along_rows(reduction: Reduction) -> bool:
     return any(index.coefficient(last) == 1 for _, index in recorder.loads)
 
 
-def split_reduction(graph, reduction: Reduction) -> Reduction:
-    """`reduction`, or its second stage: the partial results over chunks of its leading
-    reduced dims go to a buffer first, and it reduces those."""
+def splits(graph, reduction: Reduction) -> list[int]:
+    """How `split_reduction` cuts `reduction`'s leading reduced dims (`split_counts`), or
+    [] when it keeps it whole: one kernel, each row in one program."""
     xnumel, rnumel = math.prod(reduction.ranges), math.prod(reduction.reduction_ranges)
     if (
         not graph.rules.split_reductions
@@ -71,10 +71,16 @@ def split_reduction(graph, reduction: Reduction) -> Reduction:
         or rnumel < 2 * SPLIT_MIN_CHUNK
         or (xnumel >= ROWS_ENOUGH and reads_along_rows(reduction))
     ):
-        return reduction
-    counts = split_counts(
+        return []
+    return split_counts(
         reduction.reduction_ranges, min(SPLIT_INTO // xnumel, rnumel // SPLIT_MIN_CHUNK)
     )
+
+
+def split_reduction(graph, reduction: Reduction) -> Reduction:
+    """`reduction`, or its second stage: the partial results over chunks of its leading
+    reduced dims go to a buffer first, and it reduces those."""
+    counts = splits(graph, reduction)
     if not counts:
         return reduction
     k, ranges = len(counts), reduction.reduction_ranges
