@@ -171,8 +171,8 @@ def _variance(graph, x, dims, correction, keepdim, dtype):
 
 
 def _two_passes(graph, x, dims, acc):
-    """The mean over `dims` (kept, size 1) and the sum of squared deviations from it
-    (as `keepdim` keeps it), in the dtype `acc`."""
+    """The mean over `dims` and the sum of the squared deviations from it, both with `dims`
+    kept (size 1), in the dtype `acc`."""
     count = as_float(math.prod([x.ranges[d] for d in dims]))
     mean = make_pointwise(
         ops.truediv, make_reduction(graph, x, dims, True, "sum", acc, acc), count, dtype=acc
