@@ -21,6 +21,13 @@ package has; torch's come with its wheel.
 
 The targets: ours' first call, cold, at most 0.2 of torch.compile's; ours' first
 call, warm, at most 0.5 s. Medians are compared with the targets as they are (no tolerance).
+
+`--models resnet18,bert,...` times bench_models' zoo instead (`--device`, `--size`,
+`--train`, `--amp` as there): in each fresh process one system builds the model from seed
+0, compiles it and makes its first call (inference under no_grad, or one training step:
+forward, loss, backward, SGD), timed from before the compile to the result (on a GPU,
+after a synchronize). Cold and warm as above, the systems in turns. The targets (issue
+34): cold, ours / torch.compile <= 1.0 on a GPU and <= 0.25 on a CPU; warm, <= 0.5.
 """
 
 import argparse
@@ -60,6 +67,33 @@ else:
 compiled(a, b)
 print(imported - start, time.perf_counter() - begin)
 """
+
+
+MODEL_SCRIPT = """
+import argparse, time
+import torch
+import stage4_fx
+from benchmarks import bench_models
+options = argparse.Namespace(**{options!r})
+device = torch.device(options.device)
+model, args = bench_models.built({name!r}, options, device)
+model.train(options.train)
+begin = time.perf_counter()
+if {system!r} == "ours":
+    compiled = stage4_fx.compile(model, backend=bench_models.our_backend(device)[0])
+else:
+    compiled = torch.compile(model)
+if options.train:
+    bench_models.training_step(model, compiled, options, device)(*args)
+else:
+    with torch.no_grad(), bench_models.autocast(options, device):
+        compiled(*args)
+if device.type == "cuda":
+    torch.cuda.synchronize()
+print(time.perf_counter() - begin)
+"""
+MODEL_TARGET_COLD = {"cpu": 0.25, "cuda": 1.0}  # ours / torch.compile, first call, cold
+MODEL_TARGET_WARM = 0.5  # ours / torch.compile, first call, warm
 
 
 def environment(cache: str | None = None) -> dict:
@@ -119,6 +153,74 @@ def measure(runs: int = 5) -> dict:
     return {"runs": runs, **medians}
 
 
+def model_first_call(name: str, system: str, options: dict, cache: str) -> float:
+    """Seconds from compiling zoo model `name` to its first result, in a fresh process."""
+    source = MODEL_SCRIPT.format(options=options, name=name, system=system)
+    out = subprocess.run(
+        [sys.executable, "-c", source],
+        env=environment(cache),
+        capture_output=True,
+        text=True,
+    )
+    if out.returncode:
+        raise RuntimeError(f"{name}, {system}: the process failed:\n{out.stderr[-3000:]}")
+    return float(out.stdout.split()[-1])
+
+
+def measure_models(names: list[str], options: dict, runs: int) -> list[dict]:
+    """Per model, the median seconds of each system's first call, cold and warm."""
+    write_bytecode()
+    rows = []
+    for name in names:
+        samples = {(system, part): [] for system in SYSTEMS for part in ("cold", "warm")}
+        for i in range(runs):
+            for system in SYSTEMS:
+                with tempfile.TemporaryDirectory() as cache:
+                    for part in ("cold", "warm"):
+                        seconds = model_first_call(name, system, options, cache)
+                        samples[system, part].append(seconds)
+                        said = f"{name}, run {i + 1}/{runs}, {system}, {part}: {seconds:.1f} s"
+                        print(said, file=sys.stderr)
+        medians = {key: statistics.median(times) for key, times in samples.items()}
+        row = {"workload": name}
+        for part in ("cold", "warm"):
+            theirs, ours = medians["torch.compile", part], medians["ours", part]
+            row |= {f"torch_compile_{part}_s": round(theirs, 2), f"ours_{part}_s": round(ours, 2)}
+            row[f"ours_vs_torch_compile_{part}"] = round(ours / theirs, 2)
+        rows.append(row)
+    return rows
+
+
+def model_targets(rows: list[dict], device: str) -> list[dict]:
+    limits = {"cold": MODEL_TARGET_COLD[device], "warm": MODEL_TARGET_WARM}
+    return [
+        report.target(
+            f"{row['workload']}, {part}: ours / torch.compile <= {limit}",
+            row[f"ours_vs_torch_compile_{part}"] <= limit,
+        )
+        for row in rows
+        for part, limit in limits.items()
+    ]
+
+
+def model_table(rows: list[dict]) -> str:
+    header = ["torch.compile cold", "ours cold", "ours / torch", "torch.compile warm"]
+    header += ["ours warm", "ours / torch"]
+    lines = [f"| first call (s) | {' | '.join(header)} |", "|---" + "|---:" * len(header) + "|"]
+    for row in rows:
+        cells = [
+            row[f"{key}_{part}{unit}"]
+            for part in ("cold", "warm")
+            for key, unit in (
+                ("torch_compile", "_s"),
+                ("ours", "_s"),
+                ("ours_vs_torch_compile", ""),
+            )
+        ]
+        lines.append(f"| {row['workload']} | {' | '.join(f'{c:.2f}' for c in cells)} |")
+    return "\n".join(lines)
+
+
 def targets(measured: dict) -> list[dict]:
     """The targets, on the medians as they are."""
     cold, warm = measured["cold"], measured["warm"]
@@ -152,12 +254,55 @@ def table(measured: dict) -> str:
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=5, help="fresh processes per cell")
+    parser.add_argument("--runs", type=int, default=None, help="fresh processes per cell")
+    parser.add_argument("--models", help="comma-separated zoo names: time their first calls")
+    parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    parser.add_argument("--size", choices=["tiny", "small", "base"], default="small")
+    parser.add_argument("--train", action="store_true", help="a training step, not inference")
+    parser.add_argument("--amp", action="store_true", help="under torch.autocast (bfloat16)")
+    parser.add_argument("--json", metavar="PATH", help="with --models: write the results")
     arguments = parser.parse_args()
-    measured = measure(arguments.runs)
+    if arguments.models:
+        main_models(arguments)
+        return
+    measured = measure(arguments.runs or 5)
     print(f"medians of {measured['runs']} fresh processes each, torch {torch.__version__}")
     print(table(measured))
     print(report.verdict(targets(measured)))
+
+
+def main_models(arguments):
+    options = {
+        "size": arguments.size, "batch": None, "seq": None, "amp": arguments.amp,
+        "amp_dtype": "bfloat16", "device": arguments.device, "train": arguments.train,
+        "modes": ["default"],
+    }  # fmt: skip
+    runs, names = arguments.runs or 1, arguments.models.split(",")
+    rows = measure_models(names, options, runs)
+    found = model_targets(rows, arguments.device)
+    what = "training step" if arguments.train else "inference"
+    what += f" ({arguments.size}{', bfloat16 autocast' if arguments.amp else ''})"
+    print(
+        f"first call of a compiled {what} on {arguments.device}, medians of {runs} fresh "
+        f"processes per cell, torch {torch.__version__}"
+    )
+    print(model_table(rows))
+    print(report.verdict(found))
+    if arguments.json:
+        device = (
+            torch.cuda.get_device_name() if arguments.device == "cuda" else report.cpu_description()
+        )
+        report.write(
+            arguments.json,
+            benchmark="benchmarks/bench_compile_time.py --models",
+            what=f"first call of each model's compiled {what}, from compile to result, in "
+            f"fresh processes: cold (empty caches), then warm (the caches the cold one "
+            f"filled); medians of {runs}",
+            device=device,
+            rows=[],
+            targets=found,
+            extra={"models": rows},
+        )
 
 
 if __name__ == "__main__":
