@@ -19,7 +19,8 @@ The core, in reading order:
 The rest, by purpose:
 
     dynamic_shapes/     guards of a trace whose sizes are symbols (SHAPE_ENV, dim by dim)
-    performance/        torch's C++ check of many tensors at once (guard functions, backends)
+    performance/        torch's C++ check of many tensors at once (guard functions, backends);
+                        guard functions' sources kept on disk for the next process
 
     >>> f = stage3_guards.jit(lambda x, y: x + y)
     >>> f(torch.ones(8), torch.ones(8))     # compiled; later calls hit the cache

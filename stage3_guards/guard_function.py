@@ -41,6 +41,7 @@ from stage2_symbolic_vm.sources import AttrSource, GlobalSource, LocalSource, So
 
 from .generated import compile_function, identifier, parse
 from .guards import Guard, Names
+from .performance import guard_sources
 from .performance.tensor_checks import check_tensors_like
 
 
@@ -57,15 +58,27 @@ class GuardFunction:
 
 
 def compile_guards(guards: list[Guard], name: str) -> GuardFunction:
-    """Generate, compile and return the guard function of one cache entry."""
+    """Generate, compile and return the guard function of one cache entry (its source as a
+    process wrote it before, when it is on disk: performance/guard_sources.py)."""
     function_name = f"guards_{identifier(name)}"
     namespace = {"B": builtins}  # sources of builtins read `B.range`
     for guard in guards:
         namespace.update(guard.names)
     tensors = [g for g in guards if g.example is not None and g.example() is not None]
+    if tensors:
+        namespace["check_tensors"] = _tensors_check(tensors)
     in_tensors = {id(g) for g in tensors}
+    key = guard_sources.key_of(guards, function_name, in_tensors)
+    source = guard_sources.recall(key)
+    if source is None:
+        source = _source(guards, function_name, tensors, in_tensors, set(namespace))
+        guard_sources.remember(key, source)
+    return GuardFunction(guards, source, compile_function(source, function_name, namespace))
+
+
+def _source(guards, function_name: str, tensors, in_tensors: set, names: set) -> str:
     teaching = [g for g in guards if id(g) not in in_tensors]  # their checks run on every path
-    reads = SharedReads(guards, teaching, taken={"L", "G", "F", *namespace})
+    reads = SharedReads(guards, teaching, taken={"L", "G", "F", *names - {"check_tensors"}})
     lines = [f"def {function_name}(L, G, F):"]
     written = set()  # a check two guards share (no global hooks) runs once
     last_read = max((i for i, g in enumerate(guards) if g.source is not None), default=-1)
@@ -73,11 +86,9 @@ def compile_guards(guards: list[Guard], name: str) -> GuardFunction:
         if id(guard) not in in_tensors:
             lines += _guard_lines(guard, reads, written, indent="    ")
         if i == last_read and tensors:
-            namespace["check_tensors"] = _tensors_check(tensors)
             lines += _tensor_lines(tensors, reads, written)
     lines.append("    return True" + ("" if guards else "  # the trace relied on nothing"))
-    source = "\n".join(lines) + "\n"
-    return GuardFunction(guards, source, compile_function(source, function_name, namespace))
+    return "\n".join(lines) + "\n"
 
 
 def _guard_lines(guard: Guard, reads: "SharedReads", written: set, indent: str, hoisted=None):

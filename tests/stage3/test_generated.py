@@ -8,7 +8,14 @@ from hypothesis import strategies as st
 
 from stage2_symbolic_vm.sources import Assumption, AttrSource, ItemSource, LocalSource
 from stage2_symbolic_vm.trace import Trace, replay
-from stage3_guards import build_guards, compile_guards, compile_replay, failure_reason
+from stage3_guards import (
+    build_guards,
+    compile_guards,
+    compile_replay,
+    failure_reason,
+    guard_function,
+)
+from stage3_guards.performance import guard_sources
 
 from .handmade import make_shift, total, trace_shift, trace_total
 
@@ -34,6 +41,39 @@ def test_guard_function_source():
         "        return False\n"
         "    return True\n"
     )
+
+
+def test_a_guard_functions_source_is_kept_on_disk_for_later_processes(tmp_path, monkeypatch):
+    """Writing a guard function parses its checks again (SharedReads): a quarter of a warm
+    ResNet training start. A later process with the same guards reads the source from
+    the cache and compiles it with its own objects; other checks are another key; a
+    damaged file is written again."""
+    monkeypatch.setenv("MINIDYNAMO_CACHE_DIR", str(tmp_path))
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2))
+    fc = ItemSource(AttrSource(LocalSource("m"), "_modules"), "0")
+    weight = ItemSource(AttrSource(fc, "_parameters"), "weight")
+    assumptions = [Assumption("id", fc), Assumption("tensor", weight)]
+    assumptions.append(Assumption("type", LocalSource("n")))
+    L = {"m": model, "n": 3}
+    written, read = guard_sources.stats["written"], guard_sources.stats["from_disk"]
+    first = compile_guards(build_guards(assumptions, L, {}), "f")
+    assert guard_sources.stats["written"] == written + 1
+    (kept,) = (tmp_path / "guards").iterdir()
+
+    def not_again(*args):
+        raise AssertionError("the source was written again")
+
+    with monkeypatch.context() as patched:  # as a later process: the same guards
+        patched.setattr(guard_function, "SharedReads", not_again)
+        again = compile_guards(build_guards(assumptions, L, {}), "f")
+    assert guard_sources.stats["from_disk"] == read + 1 and str(again) == str(first)
+    assert again.check(L, {}, None) and not again.check({"m": model, "n": 3.0}, {}, None)
+    other = compile_guards(build_guards(assumptions, {"m": model, "n": 3.0}, {}), "f")
+    assert other.check({"m": model, "n": 3.0}, {}, None)  # float, not int: another key
+    assert guard_sources.stats["written"] == written + 2
+    kept.write_text('{"key": ')  # cut short
+    assert str(compile_guards(build_guards(assumptions, L, {}), "f")) == str(first)
+    assert guard_sources.stats["written"] == written + 3
 
 
 def test_a_value_several_checks_read_is_read_once_and_through_its_base():
