@@ -34,6 +34,7 @@ to say which assumption broke, and how.
 
 import ast
 import builtins
+import re
 from collections import Counter
 from dataclasses import dataclass
 
@@ -43,6 +44,8 @@ from .generated import compile_function, identifier, parse
 from .guards import Guard, Names
 from .performance import guard_sources
 from .performance.tensor_checks import check_tensors_like
+
+ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")  # in a repr: `<function f at 0x7f...>`
 
 
 @dataclass(eq=False)
@@ -68,7 +71,7 @@ def compile_guards(guards: list[Guard], name: str) -> GuardFunction:
     if tensors:
         namespace["check_tensors"] = _tensors_check(tensors)
     in_tensors = {id(g) for g in tensors}
-    key = guard_sources.key_of(guards, function_name, in_tensors)
+    key = guard_sources.key_of(guards, list(map(comment, guards)), function_name, in_tensors)
     source = guard_sources.recall(key)
     if source is None:
         source = _source(guards, function_name, tensors, in_tensors, set(namespace))
@@ -98,7 +101,7 @@ def _guard_lines(guard: Guard, reads: "SharedReads", written: set, indent: str, 
     checks = [check for code in fresh if (check := reads.rewrite(code)) not in written]
     checks = [check for check in checks if not _same_name(check)]  # `forward is forward`
     written.update(checks + fresh)
-    lines = [f"# {' '.join(str(guard).split())}"]  # one line, whatever reprs say
+    lines = [f"# {comment(guard)}"]
     if hoisted is None:
         lines += reads.new_bindings()
     else:
@@ -112,6 +115,12 @@ def _guard_lines(guard: Guard, reads: "SharedReads", written: set, indent: str, 
         lines += [f"    {'and ' if i else ''}{check}" for i, check in enumerate(checks)]
         lines += ["):", "    return False"]
     return [indent + line for line in lines]
+
+
+def comment(guard: Guard) -> str:
+    """The guard in words, on one line whatever reprs say, without the addresses reprs hold
+    (`<code object f at 0x7f...>`): the same in every process (guard_sources.py)."""
+    return ADDRESS.sub("", " ".join(str(guard).split()))
 
 
 def _same_name(check: str) -> bool:

@@ -6,7 +6,8 @@ a ResNet's thousands of checks took a quarter of a warm training start. The sour
 depends only on what the writer reads of the guards and on the writer's own code, so it
 is kept in `$MINIDYNAMO_CACHE_DIR/guards/<hash>.json`, keyed by all of that:
 
-* each guard's checks, its text (the comment above them), whether it is a tensor check,
+* each guard's checks, its text (the comment above them, without the addresses that
+  reprs hold), whether it is a tensor check,
   the names its checks use for objects, and the sources it reads, by type and name,
   down to the local or global each starts from;
 * the function's name, and the files of the writer (guard_function.py, generated.py,
@@ -41,17 +42,17 @@ WRITER = hashlib.sha256(
 stats = {"written": 0, "from_disk": 0}  # what the tests count
 
 
-def key_of(guards: list, function_name: str, tensor_checks: set[int]) -> str:
-    """Everything the guard function's source is made of (`tensor_checks`: the ids of the
-    guards checked as tensors)."""
+def key_of(guards: list, comments: list[str], function_name: str, tensor_checks: set[int]) -> str:
+    """Everything the guard function's source is made of (`comments`: the guards' texts as
+    the source writes them; `tensor_checks`: the ids of the guards checked as tensors)."""
     described = []
-    for guard in guards:
+    for guard, text in zip(guards, comments, strict=True):
         sources, source = [], guard.source
         while source is not None:
             sources.append([type(source).__qualname__, source.name()])
             source = getattr(source, "base", None)
         checks, tensor = list(guard.code), id(guard) in tensor_checks
-        described.append([checks, str(guard), tensor, sorted(guard.names), sources])
+        described.append([checks, text, tensor, sorted(guard.names), sources])
     return json.dumps([FORMAT, WRITER, function_name, described])
 
 

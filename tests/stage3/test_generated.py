@@ -76,6 +76,18 @@ def test_a_guard_functions_source_is_kept_on_disk_for_later_processes(tmp_path, 
     assert guard_sources.stats["written"] == written + 3
 
 
+def test_a_guards_text_in_its_function_holds_no_address():
+    """The comment above a guard's checks drops the addresses reprs hold, which differ in
+    every process: with them, the kept source of a Hugging Face model's guards (a code
+    object's repr) was never found again."""
+
+    class Said:
+        def __str__(self):
+            return 'CONSTANT_MATCH: <code object wrapper at 0x565087045270, file "f.py">'
+
+    assert guard_function.comment(Said()) == 'CONSTANT_MATCH: <code object wrapper, file "f.py">'
+
+
 def test_a_value_several_checks_read_is_read_once_and_through_its_base():
     layer = torch.nn.Linear(2, 2)
     model = torch.nn.Sequential(layer)
