@@ -124,16 +124,19 @@ def script(system: str) -> str:
     return SCRIPT.format(chain=inspect.getsource(chain), system=system)
 
 
+def in_fresh_process(source: str, cache: str, what: str) -> list[float]:
+    """The numbers `python -c source` prints on its last line, run with its caches in `cache`."""
+    out = subprocess.run(
+        [sys.executable, "-c", source], env=environment(cache), capture_output=True, text=True
+    )
+    if out.returncode:
+        raise RuntimeError(f"{what}: the process failed:\n{out.stderr[-3000:]}")
+    return [float(word) for word in out.stdout.splitlines()[-1].split()]
+
+
 def first_call(system: str, cache: str) -> tuple[float, float]:
     """(import torch, first call) in seconds, in a fresh process with its caches in `cache`."""
-    out = subprocess.run(
-        [sys.executable, "-c", script(system)],
-        env=environment(cache),
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    import_torch, call = map(float, out.stdout.split()[-2:])
+    *_, import_torch, call = in_fresh_process(script(system), cache, f"chain, {system}")
     return import_torch, call
 
 
@@ -160,15 +163,7 @@ def measure(runs: int = 5) -> dict:
 def model_first_call(name: str, system: str, options: dict, cache: str) -> float:
     """Seconds from compiling zoo model `name` to its first result, in a fresh process."""
     source = MODEL_SCRIPT.format(options=options, name=name, system=system)
-    out = subprocess.run(
-        [sys.executable, "-c", source],
-        env=environment(cache),
-        capture_output=True,
-        text=True,
-    )
-    if out.returncode:
-        raise RuntimeError(f"{name}, {system}: the process failed:\n{out.stderr[-3000:]}")
-    return float(out.stdout.split()[-1])
+    return in_fresh_process(source, cache, f"{name}, {system}")[-1]
 
 
 def measure_models(names: list[str], options: dict, runs: int) -> list[dict]:

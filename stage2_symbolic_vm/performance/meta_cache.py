@@ -231,16 +231,12 @@ def recall(key: str) -> Answer | None:
     """The kept answer to `key`, from memory or from its file; None if there is none."""
     if key in _known:
         return _known[key]
+    data = read_kept(path_of(key), key)
     try:
-        data = json.loads(path_of(key).read_text())
-        if data["key"] != key:  # another question with the same hash: ask torch
-            return None
         metadata = tuple((tuple(s), tuple(t), d, g) for s, t, d, g in data["tensors"])
         answer = Answer(data["kind"], metadata)
-    except FileNotFoundError:
+    except (KeyError, TypeError, ValueError):  # none, or damaged: asked again, written over
         return None
-    except (OSError, ValueError, KeyError, TypeError):  # cut short or damaged: asked again
-        return None  # and written over by `remember`
     _known[key] = answer
     return answer
 
@@ -248,13 +244,25 @@ def recall(key: str) -> Answer | None:
 def remember(key: str, answer: Answer | None):
     """Keep `answer` in memory and, if there is one, in its file."""
     _known[key] = answer
-    if answer is None:
-        return
-    text = json.dumps({"key": key, "kind": answer.kind, "tensors": answer.tensors})
+    if answer is not None:  # (stage 5 warns, once, about a directory it cannot write)
+        write_kept(path_of(key), key, {"kind": answer.kind, "tensors": answer.tensors})
+
+
+def read_kept(path: pathlib.Path, key: str) -> dict | None:
+    """What the file at `path` keeps for `key`; None if there is no file, it keeps another
+    key's (two keys of one hash), or it is cut short or damaged (written over later)."""
     try:
-        write_atomically(path_of(key), text)
-    except OSError:  # a cache directory that cannot be written, a full disk: kept in memory
-        return  # only (stage 5 warns about the directory, once)
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and data.get("key") == key else None
+
+
+def write_kept(path: pathlib.Path, key: str, data: dict):
+    """Keep `data` for `key` in the file at `path`, which says whose it is; a directory that
+    cannot be written (a full disk) keeps nothing, and the next process works it out again."""
+    with contextlib.suppress(OSError):
+        write_atomically(path, json.dumps({"key": key, **data}))
 
 
 def write_atomically(path: pathlib.Path, text: str):

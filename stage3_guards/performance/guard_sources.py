@@ -24,7 +24,7 @@ import json
 import pathlib
 
 from stage2_symbolic_vm.performance.meta_cache import directory as meta_directory
-from stage2_symbolic_vm.performance.meta_cache import write_atomically
+from stage2_symbolic_vm.performance.meta_cache import read_kept, write_kept
 
 FORMAT = 1  # changes when the files' meaning does
 STAGES = pathlib.Path(__file__).parent.parent.parent
@@ -62,22 +62,13 @@ def path_of(key: str) -> pathlib.Path:
 
 def recall(key: str) -> str | None:
     """The source kept for `key`, or None (never written, another key's, or damaged)."""
-    try:
-        data = json.loads(path_of(key).read_text())
-        source = data["source"] if data["key"] == key else None
-    except FileNotFoundError:
+    source = (read_kept(path_of(key), key) or {}).get("source")
+    if not isinstance(source, str):
         return None
-    except (OSError, ValueError, KeyError, TypeError):  # cut short: written again
-        return None
-    if isinstance(source, str):
-        stats["from_disk"] += 1
-        return source
-    return None
+    stats["from_disk"] += 1
+    return source
 
 
 def remember(key: str, source: str):
     stats["written"] += 1
-    try:
-        write_atomically(path_of(key), json.dumps({"key": key, "source": source}))
-    except OSError:  # a directory that cannot be written: the next process writes it again
-        return
+    write_kept(path_of(key), key, {"source": source})
