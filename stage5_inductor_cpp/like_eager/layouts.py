@@ -34,8 +34,8 @@ import torch.utils._pytree as pytree
 
 from stage1_eval_frame.logs import get_logger
 
-from ..ir import BufferView, ExternKernel, InputBuffer, Layout
-from ..lowering import EagerOnly, as_pointwise, is_tensor
+from ..ir import BufferView, ExternKernel, InputBuffer, Layout, Reduction
+from ..lowering import EagerOnly, as_pointwise, is_tensor, reindex
 from ..robustness.lowering_bugs import internal_error
 from ..symbolic.sizes import as_size, hint, same
 from .meta_run import Snapshot, snapshot, storage_id, tensors_in
@@ -81,6 +81,35 @@ def restrided(value: BufferView, want: Snapshot) -> BufferView:
     return BufferView(value.buffer, dataclasses.replace(layout, stride=want.stride))
 
 
+def in_memory_order(graph, value, stride) -> BufferView:
+    """`value` stored dense with `stride`, by a kernel that loops over the buffer in memory
+    order (the dim of stride 1 innermost), as a permuted view of what it stores. A kernel
+    loops over its value's dims in their order: a weight's gradient `[O, I, kh, kw]` that
+    eager lays out channels-last (`[O, kh, kw, I]` in memory) had an inner loop of 3,
+    stepping 512 elements at a time (inductor picks its loop order by strides too,
+    `pick_loop_order`)."""
+    size, data = tuple(value.ranges), value if isinstance(value, Reduction) else as_pointwise(value)
+    # outermost first; a dim of size 1 goes anywhere; a symbol by this call's value (sizes.py)
+    order = sorted(range(len(size)), key=lambda d: (-hint(stride[d]) if size[d] != 1 else 0, d))
+    if order == sorted(order):  # the dims' own order (contiguous, up to dims of size 1)
+        return graph.add_buffer(data, stride)
+    at = {d: k for k, d in enumerate(order)}  # dim -> its place in memory order
+
+    def logical(i):  # the index of `value` at position `i` of the buffer
+        return [i[at[d]] for d in range(len(size))]
+
+    permuted = tuple(size[d] for d in order)
+    if isinstance(value, Reduction):
+        inner = value.inner_fn
+        data = dataclasses.replace(
+            value, ranges=permuted, inner_fn=lambda i, r: inner(logical(i), r)
+        )
+    else:
+        data = as_pointwise(reindex(data, permuted, logical))
+    stored = graph.add_buffer(data)
+    return BufferView(stored.buffer, Layout(size, tuple(stride), value.dtype))
+
+
 def land(graph, value, want: Snapshot, copy: bool = False) -> BufferView:
     """`value` in memory with `want`'s strides: as it is, realized so, or copied there.
     `copy` asks for new memory even if `value` has those strides already."""
@@ -91,8 +120,9 @@ def land(graph, value, want: Snapshot, copy: bool = False) -> BufferView:
     stride = eager_stride(value, want)
     if stride is None:
         log.info("eager's strides %s are a view's: the output is contiguous", list(want.stride))
-    # a buffer's copy fuses into the kernel that computes it
-    return graph.add_buffer(as_pointwise(value), stride)
+    if stride is None:
+        return graph.add_buffer(as_pointwise(value))
+    return in_memory_order(graph, value, stride)  # a buffer's copy fuses into its kernel
 
 
 def of_an_input(value) -> bool:

@@ -11,16 +11,14 @@ channels-last (`extern_images`), a convolution's weight too: a weight the graph 
 stops changing.
 """
 
-import dataclasses
 import weakref
 
 import torch
 import torch.fx
 
-from ..ir import BufferView, Layout, Reduction
-from ..like_eager.layouts import same_elements
+from ..ir import BufferView
+from ..like_eager.layouts import in_memory_order, same_elements
 from ..like_eager.meta_run import CONVOLUTIONS
-from ..lowering import as_pointwise, reindex
 from ..rules import Rules
 
 # CONVOLUTIONS (meta_run.py): the 2-D convolutions of a graph.
@@ -102,23 +100,10 @@ def channels_last_strides(size) -> tuple[int, ...]:
 def channels_last(graph, value) -> BufferView:
     """`value` (N, C, H, W) stored as (N, H, W, C): a kernel loops over the buffer in memory
     order, C innermost, and the result is a permuted view with channels-last strides."""
-    n, c, h, w = size = tuple(value.ranges)
-    want = channels_last_strides(size)
-    if isinstance(value, BufferView) and same_elements(size, value.layout.stride, want):
+    want = channels_last_strides(tuple(value.ranges))
+    if isinstance(value, BufferView) and same_elements(value.ranges, value.layout.stride, want):
         return value
-
-    def nchw(i):  # the (n, c, h, w) index of position (n, h, w, c) of the buffer
-        return [i[0], i[3], i[1], i[2]]
-
-    if isinstance(value, Reduction):
-        inner = value.inner_fn
-        data = dataclasses.replace(
-            value, ranges=(n, h, w, c), inner_fn=lambda i, r: inner(nchw(i), r)
-        )
-    else:
-        data = as_pointwise(reindex(value, (n, h, w, c), nchw))
-    stored = graph.add_buffer(data)
-    return BufferView(stored.buffer, Layout(size, want, value.dtype))
+    return in_memory_order(graph, value, want)
 
 
 def extern_images(graph, target, args) -> tuple[object, tuple, bool]:

@@ -108,11 +108,21 @@ def as_torch_calls(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     """A copy of an ATen graph with the calls of `AS_TORCH` made torch calls, and the aliases
     of `SAME_VALUE` replaced by their source."""
     gm = torch.fx.GraphModule(gm, gm.graph.__deepcopy__())
+    output = next(n for n in gm.graph.nodes if n.op == "output")
     for node in list(gm.graph.nodes):
         if node.op != "call_function":
             continue
         if node.target in SAME_VALUE:
-            node.replace_all_uses_with(node.args[0])
+            source = node.args[0]
+            if output in node.users and source.op != "placeholder":
+                # Its source is returned in its place: only the backward reads it (stage 4's
+                # aot.py), in our layout (a cast weight channels-last), if that holds for
+                # every output the source stands for.
+                saved = node.meta.get("saved_for_backward", False)
+                if source in output.all_input_nodes:
+                    saved = saved and source.meta.get("saved_for_backward", False)
+                source.meta["saved_for_backward"] = saved
+            node.replace_all_uses_with(source)
             gm.graph.erase_node(node)
         elif node.target == aten.convolution.default and is_conv2d(node):
             x, weight, bias, stride, padding, dilation, _, _, groups = node.args

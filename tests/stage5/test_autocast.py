@@ -346,3 +346,31 @@ def test_a_convolution_of_a_cast_weight_is_torchs_own_call():
     calls = [f for name, f in namespace.items() if name.startswith("extern_")]
     assert torch.conv2d in calls
     assert not [f for f in calls if f.__name__ == "conv2d" and f is not torch.conv2d]
+
+
+def test_a_cast_weight_saved_for_the_backward_stays_as_the_convolution_reads_it():
+    """The forward hands the backward a convolution's cast weight through an alias (a
+    convolution without a bias, before a batch norm). The alias is its source in our graph,
+    and the source is returned as only the backward reads it: channels-last, as the
+    convolution read it, not copied into eager's layout as an output a caller sees (each
+    of ResNet-18's weights was copied so in every training step)."""
+    torch.manual_seed(0)
+    eager = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1, bias=False),
+        torch.nn.BatchNorm2d(8),
+        torch.nn.ReLU(),
+        torch.nn.Conv2d(8, 8, 3, padding=1, bias=False),
+        torch.nn.BatchNorm2d(8),
+    )
+    ours, x, g = copy.deepcopy(eager), torch.randn(2, 3, 8, 8), torch.randn(2, 8, 8, 8)
+    keep = KeepGraphs(compile_fx)
+    compiled = stage4_fx.compile(ours, backend=keep)
+    for model in (compiled, eager):
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            out = model(x)
+        (out.float() * g).sum().backward()  # (a normalized output's squares sum to a constant)
+    for a, e in zip(ours.parameters(), eager.parameters(), strict=True):
+        assert_close_under(a.grad, e.grad, torch.bfloat16)
+    assert_kernels_ran(keep.graphs, backward=True)
+    forward = keep.graphs[0].parts[0].last.wrapper_source
+    assert forward.count("empty_strided((8, 8, 3, 3)") == 1, forward

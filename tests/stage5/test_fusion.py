@@ -215,12 +215,14 @@ def test_transposed_read_of_a_fused_buffer_is_refused():
     x = torch.randn(16, 16)
 
     # y is expensive and used twice, so it gets a buffer; y.t() reads it transposed:
-    # the same iteration space, but another iteration writes the element it reads.
+    # the same iteration space, but another iteration writes the element it reads. (Not
+    # `y.t() + 1`, which eager lays out transposed: its kernel loops in that order, and
+    # each iteration reads the element of y that it writes.)
     def fn(t):
         y = t
         for _ in range(25):
             y = y * 1.01
-        return y, y.t() + 1
+        return y, y + y.t()
 
     with kernel_logs() as records:
         steps = [s for s in schedule(fn, x).steps if isinstance(s, FusedKernel)]

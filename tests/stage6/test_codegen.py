@@ -94,9 +94,18 @@ def test_a_kernels_variants_take_their_arguments_in_one_order():
 
 
 def test_views_are_index_math():
-    code = check_traced(lambda a: a.t() + a[0], torch.randn(6, 6)).code
+    code = check_traced(lambda a: a + a.t() + a[0], torch.randn(6, 6)).code
     assert "tl.load(arg0 + (6*(xindex % 6) + (xindex // 6)), xmask)" in code
     assert "tl.load(arg0 + ((xindex % 6)), xmask)" in code
+
+
+def test_an_output_laid_out_transposed_is_written_in_memory_order():
+    """Eager lays `a.t() + a[0]` out as `a.t()` is, transposed: the kernel loops over the
+    output's memory in order and reads `a` as it lies (like_eager/layouts.py)."""
+    code = check_traced(lambda a: a.t() + a[0], torch.randn(6, 6)).code
+    assert "tl.load(arg0 + (xindex), xmask)" in code
+    assert "tl.load(arg0 + ((xindex // 6)), xmask)" in code
+    assert "tl.store(buf0 + (xindex), tmp2, xmask)" in code
 
 
 @pytest.mark.parametrize(
