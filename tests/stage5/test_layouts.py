@@ -7,6 +7,8 @@
 import pytest
 import torch
 import torch.nn.functional as F
+from hypothesis import given
+from hypothesis import strategies as st
 
 from stage5_inductor_cpp import compile_fx
 from stage5_inductor_cpp.graph_lowering import GraphLowering
@@ -219,6 +221,40 @@ def test_an_output_that_eager_lays_out_permuted_is_written_in_memory_order():
     check_traced(cast, weight)  # eager's values and strides
     (out,) = GraphLowering(torch.fx.symbolic_trace(cast), [weight]).run().buffers
     assert out.data.ranges == (16, 3, 3, 32) and out.layout.stride == (288, 96, 32, 1)
+
+
+POINTWISE_STEPS = {
+    "double": lambda t: t * 2,
+    "sin": torch.sin,
+    "to_bfloat16": lambda t: t.to(torch.bfloat16),
+    "relu": torch.relu,
+    "exp_to_double": lambda t: t.exp().to(torch.float64),
+}
+
+
+@st.composite
+def permuted_inputs(draw):
+    """A tensor whose memory holds its dims in a random order (a permuted view of a
+    contiguous one), of rank 2 to 4, sizes 1 to 5 (1s: dims whose stride is free)."""
+    shape = draw(st.lists(st.integers(1, 5), min_size=2, max_size=4))
+    order = draw(st.permutations(range(len(shape))))  # memory's dims, outermost first
+    base = torch.randn([shape[d] for d in order])
+    return base.permute([order.index(d) for d in range(len(shape))])
+
+
+@given(
+    permuted_inputs(), st.lists(st.sampled_from(sorted(POINTWISE_STEPS)), min_size=1, max_size=3)
+)
+def test_pointwise_steps_of_a_permuted_input_have_eagers_values_and_strides(x, steps):
+    """Each output lands with eager's strides (the input's order), written by a kernel that
+    loops over its memory in order (`in_memory_order`)."""
+
+    def fn(a):
+        for step in steps:
+            a = POINTWISE_STEPS[step](a)
+        return a, a * 3
+
+    check_traced(fn, x, atol=1e-2, rtol=1e-2)
 
 
 def test_an_image_read_only_as_channels_last_is_allocated_so():
