@@ -228,7 +228,9 @@ POINTWISE_STEPS = {
     "sin": torch.sin,
     "to_bfloat16": lambda t: t.to(torch.bfloat16),
     "relu": torch.relu,
-    "exp_to_double": lambda t: t.exp().to(torch.float64),
+    # Bounded: exp(exp(x)) before a sin turned one float ulp between two exps into another
+    # answer, which says nothing of the layouts under test.
+    "tanh_to_double": lambda t: t.tanh().to(torch.float64),
 }
 
 
@@ -238,7 +240,8 @@ def permuted_inputs(draw):
     contiguous one), of rank 2 to 4, sizes 1 to 5 (1s: dims whose stride is free)."""
     shape = draw(st.lists(st.integers(1, 5), min_size=2, max_size=4))
     order = draw(st.permutations(range(len(shape))))  # memory's dims, outermost first
-    base = torch.randn([shape[d] for d in order])
+    seed = draw(st.integers(0, 2**16))  # drawn, so that hypothesis replays the tensor
+    base = torch.randn([shape[d] for d in order], generator=torch.Generator().manual_seed(seed))
     return base.permute([order.index(d) for d in range(len(shape))])
 
 
