@@ -232,10 +232,12 @@ def recall(key: str) -> Answer | None:
     if key in _known:
         return _known[key]
     data = read_kept(path_of(key), key)
+    if data is None:
+        return None
     try:
         metadata = tuple((tuple(s), tuple(t), d, g) for s, t, d, g in data["tensors"])
         answer = Answer(data["kind"], metadata)
-    except (KeyError, TypeError, ValueError):  # none, or damaged: asked again, written over
+    except (KeyError, TypeError, ValueError):  # damaged: asked again, and written over
         return None
     _known[key] = answer
     return answer
