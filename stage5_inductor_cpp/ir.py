@@ -213,7 +213,7 @@ class Pointwise:
     ranges: tuple[int, ...]
     inner_fn: Callable
     cost: int = 1  # ops inlined so far; decides when a reused value is worth a buffer
-    view: tuple | None = None  # a permutation of a value: (value, reindex_fn) (views.py)
+    view: tuple | None = None  # a view of a value: (value, reindex_fn) (views.py's viewed)
 
     def loader(self):
         return self.inner_fn

@@ -65,7 +65,7 @@ def extern(graph, node, op: str, target, args, kwargs):
     """Call torch at run time; a meta run now gives the result's layout (or eager's error)."""
     target, args, images = channels_last.extern_images(graph, target, args)
 
-    def realized(value):  # torch reads tensors, not IR; a permutation, as a view (views.py)
+    def realized(value):  # torch reads tensors, not IR; a view, as a view (views.py's viewed)
         if isinstance(value, Pointwise) and value.view:
             source, order = value.view
             return reindex(graph.realize(source), value.ranges, order)

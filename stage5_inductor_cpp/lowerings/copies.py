@@ -1,6 +1,8 @@
 """Casts and copies: `x.float()`, `x.to(...)`, `clone`, `contiguous`. torch returns the tensor
 itself where nothing changes, and so do these."""
 
+import dataclasses
+
 import torch
 
 from ..ir import BufferView
@@ -59,4 +61,8 @@ def clone(graph, out, x, *, memory_format=None):
 
 @register("contiguous", same_dtype=True)
 def contiguous(graph, out, x, memory_format=torch.contiguous_format):
-    return x if is_contiguous_as(x, memory_format) else copy_of(x)
+    if not is_contiguous_as(x, memory_format):
+        return copy_of(x)
+    # A value not in memory yet that views another (views.py's `viewed`) is stored whole
+    # for a call into torch, as asked, not as a permuted or zero-stride view of its source.
+    return dataclasses.replace(x, view=None) if getattr(x, "view", None) else x

@@ -31,7 +31,7 @@ def reshape_to(graph, x, ranges, *, view: bool = False):
     memory where torch's would be one, else contiguous storage.
     `view`: the op is `view`, whose result must share `x`'s memory (a reshape may copy)."""
     if [s for s in x.ranges if s != 1] == [s for s in ranges if s != 1]:
-        return reindex(x, ranges, size1_reindex(x.ranges, ranges))
+        return viewed(x, ranges, size1_reindex(x.ranges, ranges))
     if isinstance(x, BufferView) and (stride := viewed_strides(x.layout, ranges)):
         return BufferView(x.buffer, Layout(ranges, stride, x.dtype, x.layout.offset))
     if not (isinstance(x, BufferView) and x.layout.is_contiguous()):
@@ -87,13 +87,21 @@ def permute(graph, out, x, *dims):
     def order(idx):
         return [idx[inverse[d]] for d in range(rank)]
 
+    return viewed(x, ranges, order)
+
+
+def viewed(x, ranges, reindex_fn):
+    """`reindex(x, ranges, reindex_fn)`, which for a value not yet in memory also remembers
+    what it views: a call into torch then stores the value as it is and takes the view of
+    it, as inductor's ReinterpretView and ExpandView (like_eager/externs.py). Permuted,
+    `mm(x, w.to(bf16).t())` writes the cast weight as the weight lies, not transposed,
+    which reads it across rows; expanded, an attention mask of one (seq, seq) plane is
+    passed with zero strides, as eager passes it, not written out for every batch and head."""
     if not isinstance(x, Pointwise):
-        return reindex(x, ranges, order)
-    # A call into torch stores the value in its own order and takes the permuted view of it,
-    # as inductor's ReinterpretView: `mm(x, w.to(bf16).t())` then writes the cast weight as
-    # the weight lies (like_eager/externs.py), not transposed, which reads it across rows.
+        return reindex(x, ranges, reindex_fn)
     source, inner = x.view or (x, list)
-    return dataclasses.replace(reindex(x, ranges, order), view=(source, lambda i: inner(order(i))))
+    view = (source, lambda i: inner(reindex_fn(i)))
+    return dataclasses.replace(reindex(x, ranges, reindex_fn), view=view)
 
 
 @register("transpose", "swapaxes", same_dtype=True)
@@ -118,7 +126,7 @@ def expand(graph, out, x, *sizes):
     ranges = tuple(x.ranges[d - skip] if s == -1 else s for d, s in enumerate(sizes))
     if skip < 0 or broadcast_shapes(x.ranges, ranges) != ranges:
         raise RuntimeError(f"cannot expand a tensor of size {list(x.ranges)} to {list(sizes)}")
-    return reindex(
+    return viewed(
         x,
         ranges,
         lambda idx: [
@@ -237,7 +245,11 @@ def getitem(graph, out, x, index):
     def fn(idx):
         return [Index.const(p[1]) if p[0] == "fixed" else idx[p[1]] * p[3] + p[2] for p in plan]
 
-    return reindex(x, tuple(ranges), fn)
+    # Every element kept (only new size-1 dims, `mask[None, None]`): a view for torch too.
+    # A slice that drops elements is not: torch would be given all of them to read a few.
+    every = all(p[0] == "slice" and p[2:] == (0, 1) for p in plan)
+    every = every and all(ranges[p[1]] == x.ranges[d] for d, p in enumerate(plan))
+    return (viewed if every else reindex)(x, tuple(ranges), fn)
 
 
 @register("select", same_dtype=True)

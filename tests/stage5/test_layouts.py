@@ -373,3 +373,44 @@ def test_an_attention_result_is_declared_with_the_strides_the_device_returns():
     q = a.view(2, 16, 4, 8).transpose(1, 2)
     assert sdpa.layout.stride == F.scaled_dot_product_attention(q, q, q).stride()
     check_lowered(attention, a, externs=("scaled_dot_product_attention",))
+
+
+@pytest.mark.parametrize("index", ["expand", "none_then_expand", "unsqueeze_then_expand"])
+def test_an_expanded_mask_is_passed_to_torch_as_a_view_of_one_plane(index):
+    """An attention mask computed for one (T, T) plane and expanded over batch and heads is
+    stored once, at its own size, and the attention takes the expanded view (stride 0), as
+    eager passes it and as inductor's ExpandView is realized, not written out for every batch
+    and head."""
+    spell = {
+        "expand": lambda m: m,
+        "none_then_expand": lambda m: m[0, 0][None, None],
+        "unsqueeze_then_expand": lambda m: m[0, 0].unsqueeze(0).unsqueeze(0),
+    }[index]
+
+    def attention(q):
+        t = torch.arange(q.shape[2])
+        mask = torch.where(t[None, None, None, :] <= t[None, None, :, None], 0.0, -1e9)
+        mask = spell(mask).expand(q.shape[0], q.shape[1], -1, -1)
+        return F.scaled_dot_product_attention(q, q * 2, q + 1, attn_mask=mask)
+
+    q = torch.randn(2, 4, 16, 8)
+    lowered = GraphLowering(torch.fx.symbolic_trace(attention), [q]).run()
+    [sdpa] = [b for b in lowered.buffers if isinstance(b, ExternKernel)]
+    [mask] = [a for a in (*sdpa.args, *sdpa.kwargs.values()) if a.layout.size[-1] == 16]
+    assert (mask.layout.size, mask.layout.stride) == ((2, 4, 16, 16), (0, 0, 16, 1))
+    assert mask.buffer.layout.size in ((1, 1, 16, 16), (16, 16))
+    check_lowered(attention, q, externs=("scaled_dot_product_attention",))
+
+
+def test_a_slice_passed_to_torch_is_not_a_view_of_everything_it_drops():
+    """A value sliced before a call into torch is stored as the slice: storing all of it
+    and passing a strided view would compute the dropped elements too."""
+
+    def fn(a):
+        return torch.mm((a * 2)[:, ::2], a.t()[::2])
+
+    a = torch.randn(8, 8)
+    lowered = GraphLowering(torch.fx.symbolic_trace(fn), [a]).run()
+    [mm] = [b for b in lowered.buffers if isinstance(b, ExternKernel)]
+    assert mm.args[0].layout.size == mm.args[0].buffer.layout.size == (8, 4)
+    check_lowered(fn, a, externs=("mm",))
