@@ -11,7 +11,18 @@ import operator
 
 import torch
 
-from ..ir import BufferView, Index, InputBuffer, Layout, Pointwise, contiguous_strides, ops
+from ..ir import (
+    BufferView,
+    Index,
+    InputBuffer,
+    Layout,
+    OpsRecorder,
+    Pointwise,
+    contiguous_strides,
+    index_vars,
+    ops,
+    set_handler,
+)
 from ..lowering import (
     Fallback,
     _dim,
@@ -34,6 +45,8 @@ def reshape_to(graph, x, ranges, *, view: bool = False):
         return viewed(x, ranges, size1_reindex(x.ranges, ranges))
     if isinstance(x, BufferView) and (stride := viewed_strides(x.layout, ranges)):
         return BufferView(x.buffer, Layout(ranges, stride, x.dtype, x.layout.offset))
+    if isinstance(x, Pointwise) and (reshaped := reshaped_value(x, ranges)) is not None:
+        return reshaped
     if not (isinstance(x, BufferView) and x.layout.is_contiguous()):
         # A view of an input must share its memory, and torch decides whether it can. A
         # computed buffer's layout is ours (a channels-last image): eager's view, valid on
@@ -46,6 +59,66 @@ def reshape_to(graph, x, ranges, *, view: bool = False):
     return BufferView(
         x.buffer, Layout(ranges, contiguous_strides(ranges), x.dtype, x.layout.offset)
     )
+
+
+def reshaped_value(x: Pointwise, ranges) -> Pointwise | None:
+    """`x`, not yet in memory, computed over new sizes `ranges` without storing it, or None.
+
+    Indices are affine (ir.py), so a reshape cannot be a floor division of the new index
+    as inductor's is. Splitting a dimension needs none: old = 512*i + j. Merging dims
+    (`view(-1, 3072)` after a GELU, GPT-2's) is exact without one where every load of
+    `x` reads the merged dims as one (the coefficient of each is the next one's times
+    its size) and no index is used as a value (`index_expr`): then the old index
+    (0, ..., 0, merged) loads the same addresses. Stored instead, GPT-2's GELU under
+    autocast wrote its float32 result and a second kernel cast it for the product."""
+    old, new = tuple(x.ranges), tuple(ranges)
+    if any(map(is_symbolic, old + new)) or 0 in old + new or math.prod(old) != math.prod(new):
+        return None
+    groups, i, j = [], 0, 0  # (old dims, new dims) of equal products, in order
+    while i < len(old) or j < len(new):
+        olds, news = [i] if i < len(old) else [], [j] if j < len(new) else []
+        i, j = i + len(olds), j + len(news)
+        while math.prod(old[d] for d in olds) != math.prod(new[d] for d in news):
+            if math.prod(old[d] for d in olds) < math.prod(new[d] for d in news):
+                olds, i = [*olds, i], i + 1
+            else:
+                news, j = [*news, j], j + 1
+        groups.append((olds, news))
+    recorder = IndexUses()
+    with set_handler(recorder):
+        x.inner_fn(index_vars("x", len(old)))
+    if recorder.as_values:
+        return None
+    for olds, _ in groups:  # every load reads the group's dims of size > 1 as one
+        moving = [d for d in olds if old[d] != 1]
+        for _, index in recorder.loads:
+            for a, b in itertools.pairwise(moving):
+                if index.coefficient(f"x{a}") != index.coefficient(f"x{b}") * old[b]:
+                    return None
+
+    def old_index(idx):
+        found = [Index()] * len(old)
+        for olds, news in groups:
+            flat = Index()
+            for k in news:
+                flat = flat + idx[k] * math.prod(new[d] for d in news[news.index(k) + 1 :])
+            moving = [d for d in olds if old[d] != 1]
+            if moving:
+                found[moving[-1]] = flat
+        return found
+
+    load = x.inner_fn
+    return Pointwise(x.dtype, new, lambda idx: load(old_index(idx)), x.cost)
+
+
+class IndexUses(OpsRecorder):
+    """Loads, as OpsRecorder records them, and whether an index is used as a value."""
+
+    as_values = False
+
+    def index_expr(self, *args, **kwargs):
+        self.as_values = True
+        return "index_expr"
 
 
 def viewed_strides(layout: Layout, ranges) -> tuple[int, ...] | None:

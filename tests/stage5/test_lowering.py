@@ -4,14 +4,18 @@
 """
 
 import functools
+import math
 import operator
 
 import pytest
 import torch
 import torch.fx
 import torch.nn.functional as F
+from hypothesis import given
+from hypothesis import strategies as st
 
 from stage5_inductor_cpp.graph_lowering import GraphLowering
+from stage5_inductor_cpp.ir import InputBuffer
 from stage5_inductor_cpp.lowering import EagerOnly
 from tests.oracle import assert_same_as_eager
 from tests.stage5.helpers import (
@@ -495,3 +499,54 @@ def test_view_and_reshape_and_to_are_lowered_each_by_its_own_function():
     assert buffers(lambda a: a.reshape(20))[0].name == "buf0"  # a copy, in a kernel
     assert len(buffers(lambda a: a.to(torch.float32, False, True))) == 1  # copy=True
     assert buffers(lambda a: a.to(torch.float32)) == []  # x itself
+
+
+@st.composite
+def reshaped_steps(draw):
+    """A value not yet in memory (a pointwise step of an input, with an operand broadcast
+    over some of its dims), reshaped by merging or splitting dims, then another step."""
+    shape = draw(st.lists(st.sampled_from([1, 2, 3, 4, 6]), min_size=1, max_size=4))
+    broadcast = [draw(st.booleans()) for _ in shape]
+    other_shape = [1 if b else s for s, b in zip(shape, broadcast, strict=True)]
+    numel = math.prod(shape)
+    divisors = [d for d in range(1, numel + 1) if numel % d == 0]
+    new_shape = [draw(st.sampled_from(divisors))]
+    new_shape.append(numel // new_shape[0])
+    if draw(st.booleans()):
+        new_shape = [numel]
+    transposed = draw(st.booleans()) and len(shape) > 1  # an input read across its memory
+    seed = draw(st.integers(0, 2**16))
+    gen = torch.Generator().manual_seed(seed)
+    a = torch.randn(shape[::-1] if transposed else shape, generator=gen)
+    a = a.permute(*reversed(range(len(shape)))) if transposed else a
+    return a, torch.randn(other_shape, generator=gen), tuple(new_shape)
+
+
+@given(reshaped_steps())
+def test_a_reshaped_value_not_in_memory_has_eagers_values(case):
+    """views.reshaped_value computes a merge of dims without storing the value where every
+    load reads the merged dims as one; a broadcast operand, or an input read transposed,
+    must keep the value stored (or indexed right)."""
+    a, other, new_shape = case
+
+    def fn(x, y):
+        return ((x * y).sin().reshape(new_shape) + 1).to(torch.bfloat16)
+
+    check_traced(fn, a, other, atol=1e-2, rtol=1e-2)
+
+
+def test_a_reshape_after_a_pointwise_step_fuses_into_its_reader():
+    """GPT-2's GELU under autocast computes in float32, merges (batch, seq) with `view`, and
+    casts for the product: one kernel, with no float32 buffer (stored, the value took a
+    kernel of its own to write and another to cast)."""
+
+    def fn(a):
+        h = a.view(4, 8, 24)
+        g = 0.5 * h * (1.0 + torch.tanh(0.79788 * (h + 0.044715 * torch.pow(h, 3.0))))
+        return g.view(-1, 24).to(torch.bfloat16)
+
+    lowered = GraphLowering(torch.fx.symbolic_trace(fn), [torch.randn(32, 24)]).run()
+    assert [b.layout.dtype for b in lowered.buffers if not isinstance(b, InputBuffer)] == [
+        torch.bfloat16
+    ]
+    check_traced(fn, torch.randn(32, 24), atol=1e-2, rtol=1e-2)
