@@ -13,6 +13,7 @@ import torch
 
 from ..ir import (
     BufferView,
+    ComputedBuffer,
     Index,
     InputBuffer,
     Layout,
@@ -45,7 +46,7 @@ def reshape_to(graph, x, ranges, *, view: bool = False):
         return viewed(x, ranges, size1_reindex(x.ranges, ranges))
     if isinstance(x, BufferView) and (stride := viewed_strides(x.layout, ranges)):
         return BufferView(x.buffer, Layout(ranges, stride, x.dtype, x.layout.offset))
-    if isinstance(x, Pointwise) and (reshaped := reshaped_value(x, ranges)) is not None:
+    if isinstance(x, Pointwise) and (reshaped := reshaped_value(graph, x, ranges)) is not None:
         return reshaped
     if not (isinstance(x, BufferView) and x.layout.is_contiguous()):
         # A view of an input must share its memory, and torch decides whether it can. A
@@ -61,7 +62,7 @@ def reshape_to(graph, x, ranges, *, view: bool = False):
     )
 
 
-def reshaped_value(x: Pointwise, ranges) -> Pointwise | None:
+def reshaped_value(graph, x: Pointwise, ranges) -> Pointwise | None:
     """`x`, not yet in memory, computed over new sizes `ranges` without storing it, or None.
 
     Indices are affine (ir.py), so a reshape cannot be a floor division of the new index
@@ -70,7 +71,10 @@ def reshaped_value(x: Pointwise, ranges) -> Pointwise | None:
     `x` reads the merged dims as one (the coefficient of each is the next one's times
     its size) and no index is used as a value (`index_expr`): then the old index
     (0, ..., 0, merged) loads the same addresses. Stored instead, GPT-2's GELU under
-    autocast wrote its float32 result and a second kernel cast it for the product."""
+    autocast wrote its float32 result and a second kernel cast it for the product.
+    Only a value that reads no kernel's buffer is so computed: one that reads a kernel's
+    (an RMS norm's sum) fuses into that kernel over its old sizes, which the new ones
+    would refuse (the scheduler's "iteration spaces differ")."""
     old, new = tuple(x.ranges), tuple(ranges)
     if any(map(is_symbolic, old + new)) or 0 in old + new or math.prod(old) != math.prod(new):
         return None
@@ -87,7 +91,8 @@ def reshaped_value(x: Pointwise, ranges) -> Pointwise | None:
     recorder = IndexUses()
     with set_handler(recorder):
         x.inner_fn(index_vars("x", len(old)))
-    if recorder.as_values:
+    kernels = {b.name for b in graph.buffers if isinstance(b, ComputedBuffer)}
+    if recorder.as_values or any(name in kernels for name, _ in recorder.loads):
         return None
     for olds, _ in groups:  # every load reads the group's dims of size > 1 as one
         moving = [d for d in olds if old[d] != 1]

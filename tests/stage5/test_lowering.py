@@ -550,3 +550,17 @@ def test_a_reshape_after_a_pointwise_step_fuses_into_its_reader():
         torch.bfloat16
     ]
     check_traced(fn, torch.randn(32, 24), atol=1e-2, rtol=1e-2)
+
+
+def test_a_reshape_of_a_value_that_reads_a_kernels_buffer_keeps_its_sizes():
+    """An RMS norm viewed as (tokens, width) for a product: the normalised value reads the
+    sum's buffer and fuses into the sum's kernel over (batch, seq); computed over the merged
+    sizes, the scheduler refused that kernel ("iteration spaces differ"): two kernels."""
+    w = torch.randn(24, 16)
+
+    def fn(a):
+        normed = a * torch.rsqrt(a.pow(2).mean(-1, keepdim=True) + 1e-6)
+        return normed.view(-1, 24) @ w
+
+    compiled = check_lowered(fn, torch.randn(4, 8, 24), externs=("matmul",), atol=1e-4, rtol=1e-4)
+    assert compiled.last.wrapper_source.count("cpp_fused_") == 1
