@@ -120,7 +120,6 @@ def land(graph, value, want: Snapshot, copy: bool = False) -> BufferView:
     stride = eager_stride(value, want)
     if stride is None:
         log.info("eager's strides %s are a view's: the output is contiguous", list(want.stride))
-    if stride is None:
         return graph.add_buffer(as_pointwise(value))
     return in_memory_order(graph, value, stride)  # a buffer's copy fuses into its kernel
 
