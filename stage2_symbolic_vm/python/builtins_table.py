@@ -245,7 +245,27 @@ def length(tx, value):
         return ConstantVariable(tx.run_python(len, value.as_python_constant()))
     if hasattr(value, "module"):  # a ModuleList, Sequential or ModuleDict
         return ConstantVariable(len(value.unpack(tx)))
+    if isinstance(value, UserObjectVariable):  # its class's `__len__`, as CPython's len() asks
+        return user_length(tx, value)
     return value.call_method(tx, "__len__", [], {})
+
+
+def user_length(tx, value):
+    """len() of a user's object, with CPython's errors (`builtin_len`, `PyObject_Size`): no
+    `__len__` in its class is a TypeError, and the answer must be an int of at least 0."""
+    name = value.cls.__name__
+    if not hasattr(value.cls, "__len__"):
+        raise ObservedException(TypeError(f"object of type '{name}' has no len()"))
+    found = value.special(tx, "__len__", [])
+    if not found.is_python_constant():
+        return found  # a size that is a symbol
+    answer = found.as_python_constant()
+    if not isinstance(answer, int):
+        kind = type(answer).__name__
+        raise ObservedException(TypeError(f"'{kind}' object cannot be interpreted as an integer"))
+    if answer < 0:
+        raise ObservedException(ValueError("__len__() should return >= 0"))
+    return ConstantVariable(int(answer))
 
 
 def class_of(value):

@@ -145,6 +145,18 @@ class MethodVariable(Variable):
         return f"MethodVariable({self.function!r} bound to {self.obj!r})"
 
 
+def method_attribute(method: BoundMethodVariable, name: str) -> Variable:
+    """An attribute of a modelled value's method (`[].pop`, `x.add`, `"a".split`), as CPython's
+    method objects answer it: `__self__` is the value, and the names and the docstring are
+    those of the type's method (`list.pop.__qualname__` is "list.pop")."""
+    if name == "__self__":
+        return method.obj
+    found = getattr(method.obj.python_type(), method.name, None)
+    if name in ("__name__", "__qualname__", "__doc__") and found is not None:
+        return ConstantVariable(getattr(found, name))
+    raise Unsupported("unsupported_value", f"attribute {name!r} of the method {method}")
+
+
 class PartialVariable(Variable):
     """`functools.partial(fn, *args, **kwargs)`: a call adds its arguments after these."""
 

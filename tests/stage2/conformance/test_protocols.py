@@ -1,0 +1,66 @@
+"""The builtins that ask a user's object through its class's special methods, with
+CPython's errors (Python/bltinmodule.c, Objects/abstract.c; Lib/test/test_builtin.py,
+test_bisect.py's `GetOnly`)."""
+
+import pytest
+import torch
+
+from tests.stage2.conformance import check, outcome
+
+pytestmark = pytest.mark.stage2
+
+
+class GetOnly:
+    """A sequence by `__getitem__` alone: no length."""
+
+    def __getitem__(self, index):
+        return 10
+
+
+class Sized:
+    def __init__(self, n):
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+
+def length(x, obj):
+    return x + 1, outcome(len, obj)
+
+
+@pytest.mark.parametrize(
+    ("obj", "expected"),
+    [
+        (GetOnly(), "TypeError"),  # not AttributeError: len() asks the class, not the object
+        (Sized(3), 3),
+        (Sized(True), 1),  # a bool is an int
+        (Sized(-1), "ValueError"),
+        (Sized(1.5), "TypeError"),
+    ],
+    ids=["no-len", "three", "true", "negative", "float"],
+)
+def test_len_asks_the_class_and_checks_the_answer(obj, expected):
+    assert check(length, torch.ones(2), obj)[1] == expected
+
+
+def method_names(x, items):
+    method = items.pop
+    return x + 1, method.__name__, method.__qualname__, method.__self__ is items, x.add.__name__
+
+
+def test_a_method_of_a_builtin_value_has_its_name_and_its_self():
+    """unittest's `assertRaises(IndexError, items.pop)` reads the callable's `__name__`."""
+    assert check(method_names, torch.ones(2), [1, 2])[1:] == ("pop", "list.pop", True, "add")
+
+
+def pop_from_empty(x):
+    import unittest
+
+    case = unittest.TestCase()
+    case.assertRaises(IndexError, [].pop)
+    return x + 1
+
+
+def test_assert_raises_of_a_lists_method():
+    check(pop_from_empty, torch.ones(2))
