@@ -30,7 +30,6 @@ from stage2_symbolic_vm.sources import Assumption, AttrSource, BuiltinSource, So
 from stage2_symbolic_vm.torch_api.autocast import AUTOCAST_DEVICES
 from stage2_symbolic_vm.torch_api.grad_modes import inference_mode_enabled
 from stage2_symbolic_vm.torch_api.module_hooks import GLOBAL_HOOKS, MODULE_HOOKS
-from stage2_symbolic_vm.variables import compared_by_identity
 
 
 class GuardError(Exception):
@@ -290,12 +289,13 @@ def _same_constant(expr: str, value, names: Names):
     elif kind is complex:
         yield from _same_constant(f"{expr}.real", value.real, names)
         yield from _same_constant(f"{expr}.imag", value.imag, names)
-    elif kind in (frozenset, set) and all(type(item) in (str, int) for item in value):
+    elif kind in (frozenset, set) and all(type(item) is str for item in value):
         yield f"{expr} == {set(value)!r}" if value else f"not {expr}"
-    elif kind in (frozenset, set):  # classes, functions: `==` asks each item `is` (a snapshot)
-        if not all(type(item) in (str, int) or compared_by_identity(item) for item in value):
+    elif kind in (frozenset, set):  # {1} == {True} == {1.0}, but the trace saw which
+        if not all(is_checkable_key(item) for item in value):
             raise GuardError(f"cannot guard on a set of things with their own ==: {value!r}")
-        yield f"{expr} == {names(frozenset(value), 'the_set')}"
+        shapes = names([key_shape(item) for item in value], "the_items")
+        yield f"[{names(key_shape)}(k) for k in {expr}] == {shapes}"  # in the order it saw
     elif kind in (torch.device, torch.finfo, torch.iinfo):
         yield f"{expr} == {names(value, str(value))}"
     elif kind is float and math.isnan(value):
