@@ -105,6 +105,12 @@ class BuiltinVariable(Variable):
             raise ObservedAttributeError(f"{self.fn!r} has no attribute {name!r}")
         raise Unsupported("unsupported_value", f"attribute {name!r} of {self.fn!r}")
 
+    def unpack(self, tx):
+        kind = type(self.fn)  # a builtin function, or a class whose metaclass is not iterable
+        if hasattr(kind, "__iter__") or hasattr(kind, "__getitem__"):
+            return super().unpack(tx)
+        raise ObservedException(TypeError(f"'{kind.__name__}' object is not iterable"))
+
     def call_method(self, tx, name, args, kwargs):
         """`dict.fromkeys(...)`, `str.join(sep, parts)`: a class method, given the class it was
         called through (`defaultdict.fromkeys` makes a defaultdict), or a method called through

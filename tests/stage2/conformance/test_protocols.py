@@ -64,3 +64,15 @@ def pop_from_empty(x):
 
 def test_assert_raises_of_a_lists_method():
     check(pop_from_empty, torch.ones(2))
+
+
+def iterate_a_builtin(x):
+    import operator
+
+    return x + 1, outcome({1, 2}.intersection, operator.add), outcome(list, len)
+
+
+def test_a_builtin_function_is_not_iterable():
+    """CPython's TypeError, which test_set's TestOnlySetsOperator expects of
+    `{1, 2}.intersection(operator.add)`."""
+    assert check(iterate_a_builtin, torch.ones(2))[1:] == ("TypeError", "TypeError")
