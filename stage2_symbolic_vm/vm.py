@@ -38,6 +38,7 @@ from .errors import Location, ObservedException, Unsupported
 from .functions import UserFunctionVariable
 from .opcodes.building import Building
 from .opcodes.calls import Calls
+from .opcodes.classes import Classes
 from .opcodes.control_flow import ControlFlow
 from .opcodes.exceptions import Exceptions
 from .opcodes.names import Names
@@ -151,7 +152,7 @@ def output_structure(value: Variable):
     )
 
 
-class InstructionTranslator(Names, Calls, Building, ControlFlow, Exceptions):
+class InstructionTranslator(Names, Calls, Classes, Building, ControlFlow, Exceptions):
     """One frame of the symbolic VM. The root frame traces `fn`; children are inlined calls.
     The handlers of the rarer opcodes come from the mixins of opcodes/ (see the module
     docstring)."""
@@ -379,18 +380,18 @@ class InstructionTranslator(Names, Calls, Building, ControlFlow, Exceptions):
         else:
             self.locals[name] = value
 
-    def LOAD_GLOBAL(self, inst):
-        name = inst.argval
-        stored = self.pending_global(name)
+    def LOAD_GLOBAL(self, inst):  # every version: the low bit of the argument asks for a NULL
+        self.push_callable(self.global_or_builtin(inst.argval), null=bool(inst.arg & 1))
+
+    def global_or_builtin(self, name):
+        stored = self.pending_global(name)  # assigned by the trace (STORE_GLOBAL)
         if stored is not None:
-            value = stored
-        elif name in self.globals:
-            value = self.wrap(self.globals[name], self.global_source(name))
-        elif hasattr(builtins, name):
-            value = self.wrap(getattr(builtins, name), sources.BuiltinSource(name))
-        else:
-            raise ObservedException(NameError(f"name {name!r} is not defined"))
-        self.push_callable(value, null=bool(inst.arg & 1))  # every version: the low bit: a NULL
+            return stored
+        if name in self.globals:
+            return self.wrap(self.globals[name], self.global_source(name))
+        if hasattr(builtins, name):
+            return self.wrap(getattr(builtins, name), sources.BuiltinSource(name))
+        raise ObservedException(NameError(f"name {name!r} is not defined"))
 
     def LOAD_ATTR(self, inst):
         # 3.12 folds LOAD_METHOD into LOAD_ATTR's low bit; a bound method and a NULL are one of

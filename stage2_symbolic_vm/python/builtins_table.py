@@ -36,6 +36,7 @@ from ..variables import (
 )
 from . import signatures
 from .callables import PartialVariable, SuperVariable
+from .class_statements import build_class
 from .constants import all_constants
 from .containers import FakeIdVariable, is_none
 from .dicts import DictVariable, new_dict
@@ -625,6 +626,7 @@ REGEX_FUNCTIONS += (re.split, re.sub, re.subn)
 
 HANDLERS = {
     len: length,
+    builtins.__build_class__: build_class,  # a class statement
     isinstance: is_instance,
     issubclass: is_subclass,
     type: call_type,

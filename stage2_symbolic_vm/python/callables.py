@@ -205,7 +205,9 @@ class SuperVariable(Variable):
             if attr is torch.nn.Module.__call__ and isinstance(self.obj, NNModuleVariable):
                 return BoundMethodVariable(self.obj, "__call__")  # hooks, then forward
             if isinstance(attr, types.FunctionType):
-                return tx.wrap(attr, source).bound_to(self.obj)
+                made = getattr(self.obj, "cls_var", None)  # a class made in the trace: its
+                own = made.own_attribute(index, name) if made else None  # method's Variable
+                return (own or tx.wrap(attr, source)).bound_to(self.obj)
             if isinstance(attr, SLOT_TYPES) and isinstance(self.obj, UserObjectVariable):
                 return BuiltinSlotVariable(attr, self.obj)
             break

@@ -113,7 +113,15 @@ def is_cached_function(value) -> bool:
 def class_attribute(tx, instance, cls_var, name, index, attr):
     """A class attribute as `instance.name` sees it (CPython's descriptor protocol):
     a function becomes bound to `instance`, a property runs its getter, a classmethod is
-    bound to the class. `instance` None: seen through the class itself (`Cls.name`)."""
+    bound to the class. `instance` None: seen through the class itself (`Cls.name`). A
+    class made by a class statement in the trace answers from its namespace's Variables
+    (class_statements.py)."""
+    own = cls_var.own_attribute(index, name) if isinstance(cls_var, UserClassVariable) else None
+    if own is not None:
+        from ..functions import UserFunctionVariable  # functions.py builds on this file
+
+        is_function = isinstance(own, UserFunctionVariable)
+        return own.bound_to(instance) if is_function and instance is not None else own
     source = mro_source(cls_var.source, index, name)
     owner = instance if instance is not None else None
     if isinstance(attr, property) and owner is not None:
@@ -151,6 +159,11 @@ class UserClassVariable(Variable):
 
     def identity(self):
         return self.cls
+
+    def own_attribute(self, index, name):
+        """The Variable of an attribute its class statement made in the trace (None here: see
+        class_statements.py)."""
+        return None
 
     def get_attr(self, tx, name):
         stored = tx.side_effects.load_attr(self, name)
@@ -243,6 +256,8 @@ def new_instance(tx, cls_var: UserClassVariable, args, kwargs):
         raise Unsupported("unsupported_value", f"{cls.__qualname__} has its own __new__")
     if type(cls).__call__ is not type.__call__:
         raise Unsupported("unsupported_value", f"{cls.__qualname__}'s metaclass has a __call__")
+    if getattr(cls, "__abstractmethods__", None):  # object.__new__ refuses, in its own words
+        tx.run_python(object.__new__, cls)
     obj = UserObjectVariable(None, cls_var)
     init = class_lookup(cls, "__init__")
     if isinstance(init[1], types.FunctionType):

@@ -240,6 +240,23 @@ def objects(x):
     return p.a * 2
 
 
+def classes(x, n):
+    """A class statement: LOAD_BUILD_CLASS, and a body that stores and reads its names, an
+    annotation, a deletion, and the enclosing function's `n` (LOAD_CLASSDEREF in 3.11,
+    LOAD_LOCALS and LOAD_FROM_DICT_OR_DEREF in 3.12)."""
+
+    class Scale:
+        k: int = n
+        scratch = 1
+        del scratch
+        double = k * 2
+
+        def apply(self, t):
+            return t * self.double
+
+    return Scale().apply(x)
+
+
 # (function, arguments, None to compare with eager or the Unsupported kind expected)
 EXAMPLES = [
     (basics, (X, Y), None),
@@ -269,4 +286,5 @@ EXAMPLES = [
     (sets, (X, 2), None),
     (deletes, (X,), None),
     (objects, (X,), None),
+    (classes, (X, 3), None),
 ]

@@ -42,13 +42,12 @@ def test_handler(opname):
 
 
 def test_an_unhandled_opcode_stops_with_its_name():
-    def uses_class(x):
-        class Local:
-            pass
-
-        return x + 1
+    def uses_match(x):
+        match [1, 2]:
+            case [a, _]:
+                return x + a
 
     with pytest.raises(Unsupported) as stop:
-        trace(uses_class, X)
-    assert stop.value.kind == "unsupported_opcode" and stop.value.opname == "LOAD_BUILD_CLASS"
-    assert "LOAD_BUILD_CLASS" in stop.value.reason
+        trace(uses_match, X)
+    assert stop.value.kind == "unsupported_opcode" and stop.value.opname == "MATCH_SEQUENCE"
+    assert "MATCH_SEQUENCE" in stop.value.reason
