@@ -31,6 +31,7 @@ from .errors import Unsupported
 from .functions import NNModuleVariable, TorchVariable, UserFunctionVariable
 from .like_eager import in_place
 from .python import builtins_table, callables, dicts, iterators, objects, sequences, sets
+from .python.annotations import is_annotation, wrap_annotation
 from .python.outside_objects import ObjectVariable
 from .python.sequences import ListVariable, TupleVariable
 from .torch_api import autocast, disabled, grad_modes
@@ -195,6 +196,7 @@ WRAPPERS = (
     (lambda v: isinstance(v, functools.partial), callables.wrap_partial),
     (lambda v: isinstance(v, torch.nn.Module), wrap_module),
     (lambda v: isinstance(v, functions.TORCH_OPS_TYPES), wrap_other),  # `aten = torch.ops.aten`
+    (is_annotation, wrap_annotation),  # `Optional[int]`, `int | None`: typing's objects
     (objects.is_user_object, objects.wrap_user_object),  # an instance of a class in Python
     (lambda v: True, wrap_other),
 )

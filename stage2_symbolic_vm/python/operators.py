@@ -27,6 +27,7 @@ import types
 from ..dynamic_shapes.shapes import SymNodeVariable, has_symbols
 from ..errors import ObservedException, Unsupported
 from ..variables import UNKNOWN, ConstantVariable, TensorVariable
+from . import annotations
 from .containers import FakeIdVariable, is_none, key_of
 from .dicts import DictVariable, DictViewVariable
 from .objects import UserObjectVariable, class_lookup, is_python_class
@@ -135,6 +136,8 @@ def binary_op(tx, fn, a, b):
         symbol = SYMBOLS[fn]
         message = f"unsupported operand type(s) for {symbol}: '{type_name(a)}' and '{type_name(b)}'"
         raise ObservedException(TypeError(message))
+    if fn is operator.or_ and annotations.is_type_like(a) and annotations.is_type_like(b):
+        return annotations.fold(tx, fn, a, b)  # `int | None`: a union, made now
     raise Unsupported("unsupported_value", f"operator {fn.__name__} on {a} and {b}")
 
 

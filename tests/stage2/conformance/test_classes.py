@@ -4,7 +4,7 @@ what the class cannot be (made anew at each call, where it leaves the frame) bre
 graph with a reason (stage2_symbolic_vm/python/class_statements.py)."""
 
 import abc
-from typing import ClassVar
+from typing import ClassVar, Optional
 
 import pytest
 import torch
@@ -83,6 +83,23 @@ def abstract(x):
 
 def test_an_abstract_class_refuses_an_instance_as_in_cpython():
     assert check(abstract, torch.ones(2))[1] == "TypeError"
+
+
+def annotated(x):
+    class Config:  # annotations are evaluated when the body runs (3.11 to 3.13)
+        width: int = 4
+        bias: Optional[float] = None  # noqa: UP045 (typing's spelling, as much code has it)
+        tags: ClassVar[list[str]] = ()
+        scale: float | None = 2.0
+
+    return x * Config.width, Config.__annotations__, Config.bias, Config.tags
+
+
+def test_annotations_in_a_class_body_are_evaluated_as_in_cpython():
+    annotations = check(annotated, torch.ones(2))[1]
+    bias = Optional[float]  # noqa: UP045 (the spelling under test)
+    tags = ClassVar[list[str]]
+    assert annotations == {"width": int, "bias": bias, "tags": tags, "scale": float | None}
 
 
 class Registered:

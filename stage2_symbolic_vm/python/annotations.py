@@ -1,0 +1,95 @@
+"""Type annotations as values: `Optional[int]`, `ClassVar[list]`, `typing.List[int]`,
+`int | None`.
+
+A class body evaluates its annotations when it runs (CPython 3.11 to 3.13 evaluate them
+eagerly), and code builds such types for `isinstance` checks and casts. The typing
+module's objects cannot change and cache what subscripting them makes, so an expression of
+them, of classes and of constants is computed now, and its answer is a value the new code
+may hold as a constant. Subscripting one in the VM instead ran typing.py's own code, which
+formats its arguments into messages and asks `sys._getframe` for the caller's module.
+torch's Dynamo folds them the same way (its TypingVariable).
+"""
+
+import operator
+import types
+
+from ..errors import Unsupported
+from ..sources import attr_of
+from ..variables import UNKNOWN, ConstantVariable, Variable
+from .sequences import TupleVariable
+
+
+def is_annotation(value) -> bool:
+    """An object of the typing module (`Optional`, `List[int]`, a TypeVar), or a builtin
+    generic or union (`list[int]`, `int | None`)."""
+    kind = type(value)
+    return kind.__module__ == "typing" or kind in (types.GenericAlias, types.UnionType)
+
+
+def wrap_annotation(tx, value, source):
+    return AnnotationVariable(value, source, tx.trace if source is not None else None)
+
+
+class AnnotationVariable(Variable):
+    """A typing object: compared by identity, subscripted and combined with `|` now."""
+
+    def __init__(self, value, source=None, trace=None):
+        self.value, self.source, self.trace = value, source, trace
+
+    def python_type(self):
+        return type(self.value)
+
+    def identity(self):
+        if self.trace is not None:
+            self.trace.assume("id", self.source)
+        return self.value
+
+    def get_attr(self, tx, name):
+        """`__origin__`, `__args__`, `__name__`: read now (and guarded through its source)."""
+        return tx.wrap(tx.run_python(getattr, self.value, name), attr_of(self.source, name))
+
+    def getitem(self, tx, key):
+        return fold(tx, operator.getitem, self, key)
+
+    def truth(self, tx):
+        return True  # none of them has a length or a truth of its own
+
+    def reconstruct(self, cg):
+        if self.source is not None:
+            cg.load_source(self.source)
+        else:
+            cg.load_const(self.identity())  # made now from constants: the same at every call
+
+    def __repr__(self):
+        return f"AnnotationVariable({self.value!r})"
+
+
+def is_type_like(var) -> bool:
+    """What `|` makes a union of: a class, None, or an annotation (asked without relying on
+    which object it is: the operands of any `|` are asked)."""
+    if isinstance(var, ConstantVariable):
+        return var.value is None
+    if isinstance(var, AnnotationVariable):
+        return True
+    try:
+        return issubclass(var.python_type(), type)
+    except Unsupported:
+        return False
+
+
+def fold(tx, fn, *operands):
+    """`fn` of annotations, classes and constants, computed now: an annotation."""
+    return AnnotationVariable(tx.run_python(fn, *[real(v) for v in operands]))
+
+
+def real(var):
+    """The Python value an operand stands for: a constant, a class, an annotation, or a
+    tuple of them (`Dict[str, int]` subscripts by a tuple)."""
+    if isinstance(var, TupleVariable):
+        return tuple(real(item) for item in var.items)
+    if var.is_python_constant():
+        return var.as_python_constant()
+    value = var.identity()
+    if value is UNKNOWN:
+        raise Unsupported("unsupported_value", f"an annotation of {var}, made in the trace")
+    return value
