@@ -10,20 +10,21 @@ formats its arguments into messages and asks `sys._getframe` for the caller's mo
 torch's Dynamo folds them the same way (its TypingVariable).
 """
 
+import inspect
 import operator
 import types
 
 from ..errors import Unsupported
 from ..sources import attr_of
 from ..variables import UNKNOWN, ConstantVariable, Variable
-from .sequences import TupleVariable
+from .sequences import ListVariable, TupleVariable
 
 
 def is_annotation(value) -> bool:
     """An object of the typing module (`Optional`, `List[int]`, a TypeVar), or a builtin
     generic or union (`list[int]`, `int | None`)."""
     kind = type(value)
-    return kind.__module__ == "typing" or kind in (types.GenericAlias, types.UnionType)
+    return kind.__module__ == "typing" or issubclass(kind, (types.GenericAlias, types.UnionType))
 
 
 def wrap_annotation(tx, value, source):
@@ -84,12 +85,24 @@ def fold(tx, fn, *operands):
 
 def real(var):
     """The Python value an operand stands for: a constant, a class, an annotation, or a
-    tuple of them (`Dict[str, int]` subscripts by a tuple)."""
-    if isinstance(var, TupleVariable):
-        return tuple(real(item) for item in var.items)
+    tuple or list of them (`Dict[str, int]` subscripts by a tuple)."""
+    if isinstance(var, (TupleVariable, ListVariable)):  # `Callable[[int], str]` takes a list
+        return var.python_type()(real(item) for item in var.items)
     if var.is_python_constant():
         return var.as_python_constant()
     value = var.identity()
     if value is UNKNOWN:
         raise Unsupported("unsupported_value", f"an annotation of {var}, made in the trace")
     return value
+
+
+# Where a class's `__class_getitem__` makes an annotation and nothing else: `Callable[[int],
+# int]`, `Iterable[str]`, a generic's `Box[int]` (typing.Generic's), `list[int]`.
+ANNOTATION_MODULES = {"_collections_abc", "collections.abc", "typing", "types", "builtins"}
+
+
+def makes_annotation(cls) -> bool:
+    """Whether `cls[...]` is a class's `__class_getitem__` that only makes an annotation."""
+    found = inspect.getattr_static(cls, "__class_getitem__", None)
+    function = getattr(found, "__func__", found)
+    return getattr(function, "__module__", None) in ANNOTATION_MODULES

@@ -27,6 +27,7 @@ import collections
 import copyreg
 import functools
 import inspect
+import operator
 import random
 import types
 
@@ -43,7 +44,7 @@ from ..variables import (
     Variable,
     constant_args,
 )
-from . import random_generators
+from . import annotations, random_generators
 from .dicts import DictVariable
 from .exceptions import ExceptionVariable
 from .sequences import SequenceVariable, TupleVariable
@@ -209,6 +210,8 @@ class UserClassVariable(Variable):
         if metaclass_lookup(self.cls, "__getitem__") is None and class_lookup(
             self.cls, "__class_getitem__"
         ):
+            if annotations.makes_annotation(self.cls):  # `Callable[[int], int]`: made now
+                return annotations.fold(tx, operator.getitem, self, key)
             return self.get_attr(tx, "__class_getitem__").call(tx, [key], {})
         return self.call_method(tx, "__getitem__", [key], {})
 

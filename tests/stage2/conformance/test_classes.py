@@ -4,6 +4,7 @@ what the class cannot be (made anew at each call, where it leaves the frame) bre
 graph with a reason (stage2_symbolic_vm/python/class_statements.py)."""
 
 import abc
+from collections.abc import Callable
 from typing import ClassVar, Optional
 
 import pytest
@@ -91,6 +92,7 @@ def annotated(x):
         bias: Optional[float] = None  # noqa: UP045 (typing's spelling, as much code has it)
         tags: ClassVar[list[str]] = ()
         scale: float | None = 2.0
+        hook: Callable[[int], int] | None = None  # collections.abc's own __class_getitem__
 
     return x * Config.width, Config.__annotations__, Config.bias, Config.tags
 
@@ -99,7 +101,9 @@ def test_annotations_in_a_class_body_are_evaluated_as_in_cpython():
     annotations = check(annotated, torch.ones(2))[1]
     bias = Optional[float]  # noqa: UP045 (the spelling under test)
     tags = ClassVar[list[str]]
-    assert annotations == {"width": int, "bias": bias, "tags": tags, "scale": float | None}
+    hook = Callable[[int], int] | None
+    expected = {"width": int, "bias": bias, "tags": tags, "scale": float | None, "hook": hook}
+    assert annotations == expected
 
 
 class Registered:
