@@ -153,6 +153,7 @@ class BuiltinVariable(Variable):
     def call(self, tx, args, kwargs):
         handler = HANDLERS.get(self.fn)
         if handler is not None:
+            takes(handler, self.fn, args, kwargs)
             return handler(tx, *args, **kwargs)
         if any(isinstance(a, TensorVariable) for a in args):
             if self.fn in (int, float, bool, complex, str, repr, format):
@@ -239,6 +240,21 @@ class PythonModuleVariable(Variable):
         ):  # written in Python (`collections.Counter`, `functools.wraps`): run like the user's
             return tx.wrap(value, attr_of(self.source, name))
         return BuiltinVariable(value)
+
+
+@functools.cache
+def handler_signature(handler) -> inspect.Signature:
+    return inspect.signature(handler)
+
+
+def takes(handler, fn, args, kwargs):
+    """A handler takes the builtin's arguments after `tx`: a call it cannot take is the
+    builtin's TypeError (`collections.deque(a, b, c)`), not a failure of the VM."""
+    try:
+        handler_signature(handler).bind(None, *args, **kwargs)
+    except TypeError as error:
+        name = getattr(fn, "__name__", repr(fn))
+        raise ObservedException(TypeError(f"{name}(): {error}")) from None
 
 
 def length(tx, value):

@@ -44,7 +44,11 @@ class SequenceVariable(ContainerVariable):
     def index_of(self, key: Variable, out_of_range: str | None = None):
         """A subscript as CPython reads it: a slice, or an int (`__index__`) within range."""
         index = key.as_python_constant()
-        if isinstance(index, slice):
+        if isinstance(index, slice):  # `xs[::0]` is CPython's ValueError, `xs["a":]` its TypeError
+            try:
+                index.indices(len(self.items))
+            except (ValueError, TypeError) as error:
+                raise ObservedException(error) from None
             return index
         kind = self.python_type().__name__
         if not hasattr(type(index), "__index__"):

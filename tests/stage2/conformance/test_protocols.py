@@ -76,3 +76,22 @@ def test_a_builtin_function_is_not_iterable():
     """CPython's TypeError, which test_set's TestOnlySetsOperator expects of
     `{1, 2}.intersection(operator.add)`."""
     assert check(iterate_a_builtin, torch.ones(2))[1:] == ("TypeError", "TypeError")
+
+
+def bad_calls_and_slices(x):
+    import collections
+
+    cases = (
+        lambda: [1, 2][::0],  # ValueError: slice step cannot be zero
+        lambda start="a": (1, 2)[start:],  # TypeError: slice indices must be integers
+        lambda: collections.deque([1], 2, 3),  # TypeError: too many arguments
+        lambda: frozenset(1, 2),
+    )
+    return x + 1, [outcome(case) for case in cases]
+
+
+def test_a_bad_slice_or_a_call_with_bad_arguments_raises_cpythons_error():
+    """test_list's `a[::0]` and test_deque's `deque('abc', 2, 3)` expect CPython's errors;
+    the VM failed on them (its own slicing, its handler's own signature)."""
+    expected = ["ValueError", "TypeError", "TypeError", "TypeError"]
+    assert check(bad_calls_and_slices, torch.ones(2))[1] == expected
