@@ -23,7 +23,6 @@ only its own row.
 import argparse
 import collections
 import contextlib
-import datetime
 import doctest
 import functools
 import importlib
@@ -34,6 +33,8 @@ import subprocess
 import sys
 import unittest
 import warnings
+
+from benchmarks import report
 
 MODULES = (
     "test_list", "test_tuple", "test_dict", "test_set", "test_ordered_dict", "test_iter",
@@ -238,15 +239,13 @@ def main() -> int:
             "what": "CPython's test modules, each test method compiled with fullgraph=True "
             "(eager backend), torch's CPythonTestCase harness for both systems; counted over "
             "the tests that pass run plainly",
-            "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "date": report.utc_now(),
             "python": platform.python_version(),
             "torch": torch.__version__,
             "rows": rows,
             "shares": shares,
         }
-        with open(options.json, "w") as out:
-            json.dump(record, out, indent=2)
-            out.write("\n")
+        report.dump(options.json, record)
     return 0
 
 

@@ -18,8 +18,6 @@ tests/zoo/test_graph_counts.py runs a third of them in CI (`CI_THIRD`).
 """
 
 import argparse
-import datetime
-import json
 import platform
 import sys
 import warnings
@@ -27,6 +25,7 @@ import warnings
 import torch
 
 import stage4_fx
+from benchmarks import report
 
 # Model types (transformers' names), by kind: text encoders, decoders, encoder-decoders,
 # vision, speech.
@@ -153,13 +152,11 @@ def main() -> int:
 
         record = {
             "benchmark": "benchmarks/graph_counts.py",
-            "date": datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "date": report.utc_now(),
             "python": platform.python_version(), "torch": torch.__version__,
             "transformers": transformers.__version__, "rows": rows,
         }  # fmt: skip
-        with open(options.json, "w") as f:
-            json.dump(record, f, indent=2)
-            f.write("\n")
+        report.dump(options.json, record)
     return 0
 
 

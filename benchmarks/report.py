@@ -89,11 +89,10 @@ def write(path, *, benchmark, what, device, rows, targets=(), labels=None, extra
 
     `triton` is the version of Triton the benchmark ran, if it ran any.
     """
-    now = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
     data = {
         "benchmark": benchmark,
         "what": what,
-        "date": now.isoformat().replace("+00:00", "Z"),
+        "date": utc_now(),
         "device": device,
         "python": platform.python_version(),
         "torch": torch.__version__,
@@ -103,6 +102,17 @@ def write(path, *, benchmark, what, device, rows, targets=(), labels=None, extra
         "targets": list(targets),
         "extra": dict(extra or {}),
     }
+    dump(path, data)
+
+
+def utc_now() -> str:
+    """`2026-11-22T13:24:05Z`: the time a record is written."""
+    now = datetime.datetime.now(datetime.UTC).replace(microsecond=0)
+    return now.isoformat().replace("+00:00", "Z")
+
+
+def dump(path, data: dict) -> None:
+    """Write a record as the book reads it (a benchmark of its own format, too)."""
     pathlib.Path(path).write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n")
 
 

@@ -15,8 +15,8 @@ import operator
 import types
 
 from ..errors import Unsupported
-from ..sources import attr_of
-from ..variables import UNKNOWN, ConstantVariable, Variable
+from ..variables import UNKNOWN, ConstantVariable
+from .outside_objects import ObjectVariable
 from .sequences import ListVariable, TupleVariable
 
 
@@ -31,35 +31,12 @@ def wrap_annotation(tx, value, source):
     return AnnotationVariable(value, source, tx.trace if source is not None else None)
 
 
-class AnnotationVariable(Variable):
-    """A typing object: compared by identity, subscripted and combined with `|` now."""
-
-    def __init__(self, value, source=None, trace=None):
-        self.value, self.source, self.trace = value, source, trace
-
-    def python_type(self):
-        return type(self.value)
-
-    def identity(self):
-        if self.trace is not None:
-            self.trace.assume("id", self.source)
-        return self.value
-
-    def get_attr(self, tx, name):
-        """`__origin__`, `__args__`, `__name__`: read now (and guarded through its source)."""
-        return tx.wrap(tx.run_python(getattr, self.value, name), attr_of(self.source, name))
+class AnnotationVariable(ObjectVariable):
+    """A typing object: an outside object compared by identity (ObjectVariable), which is
+    also subscripted, and combined with `|`, now."""
 
     def getitem(self, tx, key):
         return fold(tx, operator.getitem, self, key)
-
-    def truth(self, tx):
-        return True  # none of them has a length or a truth of its own
-
-    def reconstruct(self, cg):
-        if self.source is not None:
-            cg.load_source(self.source)
-        else:
-            cg.load_const(self.identity())  # made now from constants: the same at every call
 
     def __repr__(self):
         return f"AnnotationVariable({self.value!r})"
