@@ -21,5 +21,4 @@ def test_no_fewer_of_test_bisects_tests_pass_than_recorded():
         pytest.skip(f"recorded on Python {record['python']}")
     (recorded,) = [r for r in record["rows"] if r["module"] == "test_bisect"]
     row = run_module("test_bisect", limit=30.0, labels=("ours",))
-    assert row["plain"] == recorded["plain"]
     assert row["ours"] >= recorded["ours"], row["reasons"]

@@ -11,7 +11,6 @@ import pytest
 import torch
 
 import stage4_fx
-from stage4_fx.resume import VALUE
 from tests.oracle import assert_same_as_eager
 from tests.stage4 import functions_table
 from tests.stage4.functions_table import DynamicModule
@@ -52,25 +51,30 @@ def test_resume_count():
     assert stage4_fx.explain(functions_table.add)(torch.ones(3), torch.ones(3)).resume_count == 0
 
 
-def with_a_class(x, k):
+SETTING = "unset"  # a module global the function below drops and sets again
+
+
+def drops_a_global(x, k):
+    global SETTING
     y = x + 1
-
-    class Scale:  # `class` starts with LOAD_BUILD_CLASS, which the VM has no handler for
-        factor = k  # the class body reads k, a local of the function: a cell
-
-    return y * Scale.factor, Scale.__name__
+    del SETTING  # DELETE_GLOBAL, which the VM has no handler for
+    SETTING = k
+    return y * SETTING
 
 
-def test_a_function_that_defines_a_class():
-    report = stage4_fx.explain(with_a_class)(torch.ones(2), 3)
-    assert [b.eager_frame for b in report.break_reasons] == [False, False]  # both cut
-    assert report.graph_count == 2  # x + 1, then y * Scale.factor
-    frame = next(f for f in report.frames if f.original is with_a_class.__code__)
-    assert frame.resumes[0].stack[-1] is VALUE  # __build_class__, which the new code pushed
+def test_a_function_that_drops_a_global():
+    global SETTING
+    report = stage4_fx.explain(drops_a_global)(torch.ones(2), 3)
+    assert [b.eager_frame for b in report.break_reasons] == [False]  # cut, not the whole frame
+    assert report.graph_count == 2  # x + 1, then y * SETTING
+    frame = next(f for f in report.frames if f.original is drops_a_global.__code__)
+    assert len(frame.resumes) == 1  # from the instruction after `del SETTING`
     stage4_fx.reset()
-    compiled = stage4_fx.compile(with_a_class)
+    compiled = stage4_fx.compile(drops_a_global)
     for k in (3, 4):
-        assert_same_as_eager(compiled, with_a_class, torch.ones(2), k)
+        SETTING = "unset"
+        assert_same_as_eager(compiled, drops_a_global, torch.ones(2), k)
+        assert k == SETTING  # the new code deleted it and the write-back set it
 
 
 def call_from_here(x, fn):
