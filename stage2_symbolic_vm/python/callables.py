@@ -17,7 +17,7 @@ from ..errors import ObservedAttributeError, Unsupported
 from ..sources import AttrSource, ImportSource, attr_of, item_of
 from ..variables import UNKNOWN, BoundMethodVariable, ConstantVariable, Variable
 from .dicts import DictVariable
-from .objects import SLOT_TYPES, BuiltinSlotVariable, UserObjectVariable
+from .objects import SLOT_TYPES, BuiltinSlotVariable, UserClassVariable, UserObjectVariable
 from .sequences import TupleVariable
 
 
@@ -200,6 +200,8 @@ class SuperVariable(Variable):
             if self.obj.source is not None:
                 mro_source = attr_of(attr_of(self.obj.source, "__class__"), "__mro__")
                 source = item_of(attr_of(item_of(mro_source, index), "__dict__"), name)
+            elif isinstance(getattr(self.obj, "cls_var", None), UserClassVariable):
+                source = self.obj.cls_var.attribute_source(index, name)  # made in the trace
             from ..functions import NNModuleVariable  # functions.py builds on this file
 
             if attr is torch.nn.Module.__call__ and isinstance(self.obj, NNModuleVariable):

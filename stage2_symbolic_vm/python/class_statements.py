@@ -37,13 +37,24 @@ class ClassMadeHereVariable(UserClassVariable):
     """A class made by a class statement in this trace. `made` maps each class made here in
     its MRO (itself, and bases made here too) to its namespace: name -> Variable."""
 
-    def __init__(self, cls, made: dict):
+    def __init__(self, cls, made: dict, bases: tuple):
         super().__init__(cls)
-        self.made = made
+        self.made, self.bases = made, bases
 
     def own_attribute(self, index, name):
         namespace = self.made.get(self.cls.__mro__[index])
         return None if namespace is None else namespace.get(name)
+
+    def attribute_source(self, index, name):
+        """An attribute inherited from a class from outside is read again through the base
+        that leads to it (`G['Base'].__dict__['scale']`), so that its guard sees it change;
+        one of the class's own namespace has none (no one outside can change it)."""
+        owner = self.cls.__mro__[index]
+        for base in self.bases:
+            mro = getattr(base.identity(), "__mro__", ())
+            if owner in mro and isinstance(base, UserClassVariable):
+                return base.attribute_source(mro.index(owner), name)
+        return None
 
     def set_attr(self, tx, name, value):
         """`Cls.count = 1`: the namespace holds it (no one outside the trace sees the class)."""
@@ -76,7 +87,7 @@ def build_class(tx, body, name, *bases, **keywords):
     cls = tx.run_python(metaclass, name, real_bases, {k: stand_in(v) for k, v in namespace.items()})
     made = {c: n for base in bases for c, n in getattr(base, "made", {}).items()}
     made[cls] = namespace
-    var = ClassMadeHereVariable(cls, made)
+    var = ClassMadeHereVariable(cls, made, bases)
     if isinstance(namespace.get("__classcell__"), CellVariable):  # `super()` in a method
         namespace["__classcell__"].contents = var
     return var

@@ -123,7 +123,10 @@ def class_attribute(tx, instance, cls_var, name, index, attr):
 
         is_function = isinstance(own, UserFunctionVariable)
         return own.bound_to(instance) if is_function and instance is not None else own
-    source = mro_source(cls_var.source, index, name)
+    if isinstance(cls_var, UserClassVariable):
+        source = cls_var.attribute_source(index, name)
+    else:
+        source = mro_source(cls_var.source, index, name)
     owner = instance if instance is not None else None
     if isinstance(attr, property) and owner is not None:
         if attr.fget is None:
@@ -165,6 +168,10 @@ class UserClassVariable(Variable):
         """The Variable of an attribute its class statement made in the trace (None here: see
         class_statements.py)."""
         return None
+
+    def attribute_source(self, index, name):
+        """Where the attribute found in `__mro__[index]` is read again, for its guard."""
+        return mro_source(self.source, index, name)
 
     def get_attr(self, tx, name):
         stored = tx.side_effects.load_attr(self, name)

@@ -12,6 +12,7 @@ import torch
 
 import stage4_fx
 from stage4_fx.breaks import GraphBreakError
+from tests.oracle import assert_same_as_eager
 from tests.stage2.conformance import check, outcome
 
 pytestmark = pytest.mark.stage2
@@ -156,3 +157,27 @@ def test_a_class_that_leaves_the_frame_is_new_at_each_call():
     first, second = compiled(torch.ones(2))[1], compiled(torch.ones(2))[1]
     assert first is not second and first.__name__ == "Local"
     assert Registered.subclasses == []
+
+
+class Outside:
+    def scale(self):
+        return 2
+
+
+def inherits_from_outside(x):
+    class Local(Outside):
+        def shifted(self):
+            return super().scale() + 10
+
+    local = Local()
+    return x * local.scale(), x * local.shifted()
+
+
+def test_a_method_inherited_from_a_class_outside_is_guarded(monkeypatch):
+    """The class made here is the trace's own, but what it inherits from a class outside
+    is read through that class (`G['Outside'].__dict__['scale']`), so changing it there
+    recompiles rather than replays the old method, through `self.scale()` and `super()`."""
+    compiled = stage4_fx.compile(inherits_from_outside, backend="eager")
+    assert_same_as_eager(compiled, inherits_from_outside, torch.ones(2))
+    monkeypatch.setattr(Outside, "scale", lambda self: 3)
+    assert_same_as_eager(compiled, inherits_from_outside, torch.ones(2))
