@@ -36,7 +36,7 @@ from ..variables import (
 )
 from . import signatures
 from .callables import PartialVariable, SuperVariable
-from .class_statements import build_class
+from .class_statements import build_class, made_property, made_wrapper
 from .constants import all_constants
 from .containers import FakeIdVariable, is_none
 from .dicts import DictVariable, new_dict
@@ -643,6 +643,9 @@ REGEX_FUNCTIONS += (re.split, re.sub, re.subn)
 HANDLERS = {
     len: length,
     builtins.__build_class__: build_class,  # a class statement
+    property: made_property,  # ... and its decorators
+    staticmethod: made_wrapper(staticmethod),
+    classmethod: made_wrapper(classmethod),
     isinstance: is_instance,
     issubclass: is_subclass,
     type: call_type,

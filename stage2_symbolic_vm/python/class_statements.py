@@ -24,9 +24,10 @@ behind a configuration flag of its CPython tests (`enable_trace_load_build_class
 import abc
 import types
 
-from ..errors import CannotReconstruct, Unsupported
+from ..errors import CannotReconstruct, ObservedAttributeError, Unsupported
 from ..functions import UserFunctionVariable
-from ..variables import UNKNOWN, CellVariable, ConstantVariable, Variable
+from ..variables import UNKNOWN, BoundMethodVariable, CellVariable, ConstantVariable, Variable
+from .containers import is_none
 from .objects import UserClassVariable
 
 METACLASSES = (type, abc.ABCMeta)  # their class creation runs no code of the user's
@@ -69,6 +70,68 @@ class ClassMadeHereVariable(UserClassVariable):
 
     def __repr__(self):
         return f"ClassMadeHereVariable({self.cls.__qualname__})"
+
+
+class DescriptorMadeHereVariable(Variable):
+    """`property(fget)`, `staticmethod(f)` or `classmethod(f)` made in the trace, as a class
+    body's decorators make them: `functions` holds fget, fset and fdel, or the one function."""
+
+    def __init__(self, kind, functions):
+        self.kind, self.functions = kind, list(functions)
+
+    def python_type(self):
+        return self.kind
+
+    def get_attr(self, tx, name):
+        if self.kind is property and name in PROPERTY_PARTS:  # `@size.setter`
+            return BoundMethodVariable(self, name)
+        if self.kind is not property and name == "__func__":
+            return self.functions[0]
+        raise Unsupported("unsupported_value", f"attribute {name!r} of a {self.kind.__name__}")
+
+    def call_method(self, tx, name, args, kwargs):
+        """`size.setter(fn)`: a copy of the property with that function in its place."""
+        if self.kind is not property or name not in PROPERTY_PARTS or len(args) != 1:
+            raise Unsupported("unsupported_value", f"{self.kind.__name__}.{name}(...)")
+        functions = list(self.functions)
+        functions[PROPERTY_PARTS.index(name)] = args[0]
+        return DescriptorMadeHereVariable(property, functions)
+
+    def reconstruct(self, cg):
+        raise CannotReconstruct(f"a {self.kind.__name__} made in the trace")
+
+
+PROPERTY_PARTS = ("getter", "setter", "deleter")
+
+
+def made_property(tx, fget=None, fset=None, fdel=None, doc=None):
+    """`property(...)` in the trace (its docstring is not kept)."""
+    parts = [None if f is None or is_none(f) else f for f in (fget, fset, fdel)]
+    return DescriptorMadeHereVariable(property, parts)
+
+
+def made_wrapper(kind):
+    """`staticmethod(f)` or `classmethod(f)` in the trace."""
+    return lambda tx, function: DescriptorMadeHereVariable(kind, [function])
+
+
+def bound_attribute(tx, own, instance, cls_var, name):
+    """An attribute of a class made here, from its namespace's Variable, as CPython's
+    descriptor protocol binds it: a function to `instance`, a classmethod to the class, a
+    property's getter run on `instance` (`instance` None: read through the class)."""
+    if isinstance(own, UserFunctionVariable):
+        return own.bound_to(instance) if instance is not None else own
+    if not isinstance(own, DescriptorMadeHereVariable):
+        return own
+    if own.kind is staticmethod:
+        return own.functions[0]
+    if own.kind is classmethod:
+        return own.functions[0].bound_to(cls_var)
+    if instance is None:
+        return own
+    if own.functions[0] is None:
+        raise ObservedAttributeError(f"property {name!r} has no getter")
+    return own.functions[0].bound_to(instance).call(tx, [], {})
 
 
 def build_class(tx, body, name, *bases, **keywords):
@@ -132,6 +195,9 @@ def stand_in(var):
         return var.as_python_constant()
     if isinstance(var, CellVariable):
         return types.CellType()  # `__classcell__`: type.__new__ fills it with the class
+    if isinstance(var, DescriptorMadeHereVariable):
+        parts = [None if f is None else stand_in(f) for f in var.functions]
+        return property(*parts) if var.kind is property else var.kind(parts[0])
     if isinstance(var, UserFunctionVariable) and var.value is None and var.self_arg is None:
         cells = tuple(types.CellType() for _ in var.code.co_freevars)
         function = types.FunctionType(var.code, var.globals, var.code.co_name, None, cells)

@@ -119,10 +119,9 @@ def class_attribute(tx, instance, cls_var, name, index, attr):
     (class_statements.py)."""
     own = cls_var.own_attribute(index, name) if isinstance(cls_var, UserClassVariable) else None
     if own is not None:
-        from ..functions import UserFunctionVariable  # functions.py builds on this file
+        from .class_statements import bound_attribute  # class_statements.py builds on this file
 
-        is_function = isinstance(own, UserFunctionVariable)
-        return own.bound_to(instance) if is_function and instance is not None else own
+        return bound_attribute(tx, own, instance, cls_var, name)
     if isinstance(cls_var, UserClassVariable):
         source = cls_var.attribute_source(index, name)
     else:
@@ -459,14 +458,19 @@ class UserObjectVariable(Variable):
         """`object.__setattr__(self, name, value)` (`value` DELETED for `object.__delattr__`)."""
         found = class_lookup(self.cls, name)
         if found is not None and isinstance(found[1], property):
+            made_here = self.cls_var.own_attribute(found[0], name)  # class_statements.py
             setter = found[1].fdel if value is DELETED else found[1].fset
             if setter is None:
                 raise ObservedAttributeError(
                     f"property {name!r} of {self.cls.__name__} is read-only"
                 )
-            source = attr_of(mro_source(self.cls_var.source, found[0], name), "fset")
+            source = attr_of(self.cls_var.attribute_source(found[0], name), "fset")
             args = [] if value is DELETED else [value]
-            tx.wrap(setter, source).bound_to(self).call(tx, args, {})
+            if made_here is not None:
+                setter = made_here.functions[2 if value is DELETED else 1]
+            else:
+                setter = tx.wrap(setter, source)
+            setter.bound_to(self).call(tx, args, {})
             return
         if self.value is None:
             if value is DELETED:

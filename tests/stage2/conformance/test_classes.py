@@ -107,6 +107,41 @@ def test_annotations_in_a_class_body_are_evaluated_as_in_cpython():
     assert annotations == expected
 
 
+def decorated(x):
+    class Box:
+        def __init__(self):
+            self._size = 1
+
+        @property
+        def size(self):
+            return self._size
+
+        @size.setter
+        def size(self, value):
+            self._size = value * 2
+
+        @staticmethod
+        def three():
+            return 3
+
+        @classmethod
+        def named(cls):
+            return cls.__name__
+
+    box = Box()
+    box.size = 5  # the setter made in the trace, not the class's stand-in
+    return (
+        x * box.size + Box.three() + box.three(),
+        Box.named(),
+        box.named(),
+        isinstance(Box.size, property),
+    )
+
+
+def test_property_staticmethod_and_classmethod_in_a_class_body():
+    assert check(decorated, torch.ones(2))[1:] == ("Box", "Box", True)
+
+
 class Registered:
     subclasses: ClassVar[list] = []
 
