@@ -296,6 +296,25 @@ class GetItemIteratorVariable(IteratorVariable):
         return item
 
 
+class UserIteratorVariable(IteratorVariable):
+    """An object of a Python class that is its own iterator (`__iter__` returns `self`, and
+    `__next__` gives the items): each step runs its `__next__`, until StopIteration."""
+
+    def __init__(self, obj):
+        self.obj, self.done = obj, False
+
+    def next_item(self, tx):
+        if self.done:
+            return None
+        try:
+            return self.obj.special(tx, "__next__", [])
+        except ObservedException as error:
+            if not isinstance(error.exception, StopIteration):
+                raise
+            self.done = True
+            return None
+
+
 def call_reversed(tx, value, /):
     """`reversed(value)`: a sequence backwards, a dict's keys backwards, a class's
     `__reversed__` or its `__len__` and `__getitem__`; a set or an iterator is not reversible."""

@@ -531,7 +531,15 @@ class UserObjectVariable(Variable):
             return GetItemIteratorVariable(self)  # the old sequence protocol: obj[0], obj[1] ...
         if found is None or found[1] is None:  # `__iter__ = None` says "not iterable"
             raise ObservedException(TypeError(f"'{self.cls.__name__}' object is not iterable"))
-        return self.special(tx, "__iter__", []).iterate(tx)
+        iterator = self.special(tx, "__iter__", [])
+        if not isinstance(iterator, UserObjectVariable):
+            return iterator.iterate(tx)
+        if class_lookup(iterator.cls, "__next__") is None:  # CPython's iter() checks the same
+            kind = iterator.cls.__name__
+            raise ObservedException(TypeError(f"iter() returned non-iterator of type '{kind}'"))
+        from .iterators import UserIteratorVariable  # iterators.py builds on this file
+
+        return UserIteratorVariable(iterator)
 
     def truth(self, tx):
         for name in ("__bool__", "__len__"):

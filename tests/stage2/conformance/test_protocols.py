@@ -95,3 +95,44 @@ def test_a_bad_slice_or_a_call_with_bad_arguments_raises_cpythons_error():
     the VM failed on them (its own slicing, its handler's own signature)."""
     expected = ["ValueError", "TypeError", "TypeError", "TypeError"]
     assert check(bad_calls_and_slices, torch.ones(2))[1] == expected
+
+
+class Countdown:
+    """Its own iterator (test_list's IterFunc): `__iter__` returns self."""
+
+    def __init__(self, n):
+        self.n = n
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.n == 0:
+            raise StopIteration
+        self.n -= 1
+        return self.n
+
+
+class NotAnIterator:
+    def __iter__(self):
+        return self  # no __next__
+
+
+def iterate_objects(x, outside):
+    made_here = list(Countdown(3))
+    total = 0
+    for value in outside:  # from outside: its `n` is written back after the graph
+        total += value
+    return x + total, made_here, outside.n, outside_of(NotAnIterator())
+
+
+def outside_of(obj):
+    return outcome(list, obj)
+
+
+def test_an_object_that_is_its_own_iterator():
+    """The VM asked `__iter__` of what `__iter__` returned, forever (a RecursionError inside
+    the VM); CPython calls `__next__` until StopIteration, and refuses an `__iter__` that
+    returns a non-iterator."""
+    found = check(iterate_objects, torch.ones(2), Countdown(4))
+    assert found[1:] == ([2, 1, 0], 0, "TypeError")
