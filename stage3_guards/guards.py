@@ -294,8 +294,7 @@ def _same_constant(expr: str, value, names: Names):
     elif kind in (frozenset, set):  # {1} == {True} == {1.0}, but the trace saw which
         if not all(is_checkable_key(item) for item in value):
             raise GuardError(f"cannot guard on a set of things with their own ==: {value!r}")
-        shapes = names([key_shape(item) for item in value], "the_items")
-        yield f"[{names(key_shape)}(k) for k in {expr}] == {shapes}"  # in the order it saw
+        yield in_order_by_shape(expr, list(value), names, "the_items")  # the order it saw
     elif kind in (torch.device, torch.finfo, torch.iinfo):
         yield f"{expr} == {names(value, str(value))}"
     elif kind is float and math.isnan(value):
@@ -340,10 +339,17 @@ def _dict_keys_by_shape(source: Source, keys: list, names: Names) -> Guard:
     if not all(is_checkable_key(key) for key in keys):
         raise GuardError(f"{source.describe()} has keys with their own ==: {keys!r}")
     expr = source.name()
-    actual = f"[{names(key_shape)}(k) for k in {expr}]"
-    code = f"{actual} == {names([key_shape(key) for key in keys], 'keys')}"
+    code = in_order_by_shape(expr, keys, names, "keys")
     check = Check(code, "keys", keys, f"list({expr}.keys())", _short_keys)
     return Guard("DICT_KEYS", source, _short_keys(keys), (check,), names.objects)
+
+
+def in_order_by_shape(expr: str, items: list, names: Names, label: str) -> str:
+    """The check that iterating `expr` gives `items`' `key_shape`s, in order: what the dict
+    keys guard and the set guard ask of the keys and items they cannot write by `repr`."""
+    return (
+        f"[{names(key_shape)}(k) for k in {expr}] == {names([key_shape(i) for i in items], label)}"
+    )
 
 
 def _short_keys(keys) -> str:

@@ -17,7 +17,7 @@ from ..errors import ObservedAttributeError, Unsupported
 from ..sources import AttrSource, ImportSource, attr_of, item_of
 from ..variables import UNKNOWN, BoundMethodVariable, ConstantVariable, Variable
 from .dicts import DictVariable
-from .objects import SLOT_TYPES, BuiltinSlotVariable, UserClassVariable, UserObjectVariable
+from .objects import SLOT_TYPES, BuiltinSlotVariable, UserObjectVariable
 from .sequences import TupleVariable
 
 
@@ -192,6 +192,7 @@ class SuperVariable(Variable):
 
     def get_attr(self, tx, name):
         mro = self.obj.python_type().__mro__
+        cls_var = self.obj.cls_var if isinstance(self.obj, UserObjectVariable) else None
         for index in range(mro.index(self.cls) + 1, len(mro)):
             attr = mro[index].__dict__.get(name)
             if attr is None:
@@ -200,16 +201,15 @@ class SuperVariable(Variable):
             if self.obj.source is not None:
                 mro_source = attr_of(attr_of(self.obj.source, "__class__"), "__mro__")
                 source = item_of(attr_of(item_of(mro_source, index), "__dict__"), name)
-            elif isinstance(getattr(self.obj, "cls_var", None), UserClassVariable):
-                source = self.obj.cls_var.attribute_source(index, name)  # made in the trace
+            elif cls_var is not None:  # an object made in the trace: through its class
+                source = cls_var.attribute_source(index, name)
             from ..functions import NNModuleVariable  # functions.py builds on this file
 
             if attr is torch.nn.Module.__call__ and isinstance(self.obj, NNModuleVariable):
                 return BoundMethodVariable(self.obj, "__call__")  # hooks, then forward
-            if isinstance(attr, types.FunctionType):
-                made = getattr(self.obj, "cls_var", None)  # a class made in the trace: its
-                own = made.own_attribute(index, name) if made else None  # method's Variable
-                return (own or tx.wrap(attr, source)).bound_to(self.obj)
+            if isinstance(attr, types.FunctionType):  # a class statement's: the trace's own
+                made_here = cls_var.own_attribute(index, name) if cls_var is not None else None
+                return (made_here or tx.wrap(attr, source)).bound_to(self.obj)
             if isinstance(attr, SLOT_TYPES) and isinstance(self.obj, UserObjectVariable):
                 return BuiltinSlotVariable(attr, self.obj)
             break

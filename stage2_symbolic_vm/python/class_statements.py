@@ -24,7 +24,7 @@ behind a configuration flag of its CPython tests (`enable_trace_load_build_class
 import abc
 import types
 
-from ..errors import CannotReconstruct, ObservedAttributeError, Unsupported
+from ..errors import CannotReconstruct, Unsupported
 from ..functions import UserFunctionVariable
 from ..variables import UNKNOWN, BoundMethodVariable, CellVariable, ConstantVariable, Variable
 from .containers import is_none
@@ -52,9 +52,8 @@ class ClassMadeHereVariable(UserClassVariable):
         one of the class's own namespace has none (no one outside can change it)."""
         owner = self.cls.__mro__[index]
         for base in self.bases:
-            mro = getattr(base.identity(), "__mro__", ())
-            if owner in mro and isinstance(base, UserClassVariable):
-                return base.attribute_source(mro.index(owner), name)
+            if isinstance(base, UserClassVariable) and owner in base.cls.__mro__:
+                return base.attribute_source(base.cls.__mro__.index(owner), name)
         return None
 
     def set_attr(self, tx, name, value):
@@ -82,11 +81,16 @@ class DescriptorMadeHereVariable(Variable):
     def python_type(self):
         return self.kind
 
+    def part(self, name):
+        """`fget`, `fset`, `fdel` of a property, `__func__` of the others (None: not given),
+        as objects.py's `class_attribute` binds them."""
+        return self.functions[PARTS[name]]
+
     def get_attr(self, tx, name):
         if self.kind is property and name in PROPERTY_PARTS:  # `@size.setter`
             return BoundMethodVariable(self, name)
-        if self.kind is not property and name == "__func__":
-            return self.functions[0]
+        if (name == "__func__") == (self.kind is not property) and name in PARTS:
+            return self.part(name) or ConstantVariable(None)
         raise Unsupported("unsupported_value", f"attribute {name!r} of a {self.kind.__name__}")
 
     def call_method(self, tx, name, args, kwargs):
@@ -101,7 +105,8 @@ class DescriptorMadeHereVariable(Variable):
         raise CannotReconstruct(f"a {self.kind.__name__} made in the trace")
 
 
-PROPERTY_PARTS = ("getter", "setter", "deleter")
+PROPERTY_PARTS = ("getter", "setter", "deleter")  # its methods that replace one part
+PARTS = {"fget": 0, "fset": 1, "fdel": 2, "__func__": 0}
 
 
 def made_property(tx, fget=None, fset=None, fdel=None, doc=None):
@@ -113,25 +118,6 @@ def made_property(tx, fget=None, fset=None, fdel=None, doc=None):
 def made_wrapper(kind):
     """`staticmethod(f)` or `classmethod(f)` in the trace."""
     return lambda tx, function: DescriptorMadeHereVariable(kind, [function])
-
-
-def bound_attribute(tx, own, instance, cls_var, name):
-    """An attribute of a class made here, from its namespace's Variable, as CPython's
-    descriptor protocol binds it: a function to `instance`, a classmethod to the class, a
-    property's getter run on `instance` (`instance` None: read through the class)."""
-    if isinstance(own, UserFunctionVariable):
-        return own.bound_to(instance) if instance is not None else own
-    if not isinstance(own, DescriptorMadeHereVariable):
-        return own
-    if own.kind is staticmethod:
-        return own.functions[0]
-    if own.kind is classmethod:
-        return own.functions[0].bound_to(cls_var)
-    if instance is None:
-        return own
-    if own.functions[0] is None:
-        raise ObservedAttributeError(f"property {name!r} has no getter")
-    return own.functions[0].bound_to(instance).call(tx, [], {})
 
 
 def build_class(tx, body, name, *bases, **keywords):

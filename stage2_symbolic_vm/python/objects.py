@@ -115,29 +115,32 @@ def class_attribute(tx, instance, cls_var, name, index, attr):
     """A class attribute as `instance.name` sees it (CPython's descriptor protocol):
     a function becomes bound to `instance`, a property runs its getter, a classmethod is
     bound to the class. `instance` None: seen through the class itself (`Cls.name`). A
-    class made by a class statement in the trace answers from its namespace's Variables
-    (class_statements.py)."""
-    own = cls_var.own_attribute(index, name) if isinstance(cls_var, UserClassVariable) else None
-    if own is not None:
-        from .class_statements import bound_attribute  # class_statements.py builds on this file
-
-        return bound_attribute(tx, own, instance, cls_var, name)
+    class made by a class statement in the trace answers with its namespace's Variables
+    (class_statements.py), bound by the same protocol."""
     if isinstance(cls_var, UserClassVariable):
+        made_here = cls_var.own_attribute(index, name)
         source = cls_var.attribute_source(index, name)
     else:
-        source = mro_source(cls_var.source, index, name)
-    owner = instance if instance is not None else None
+        made_here, source = None, mro_source(cls_var.source, index, name)
+
+    def variable(value, part=None):
+        """The Variable of the attribute, or of one of its parts (`fget`, `__func__`)."""
+        if made_here is not None:
+            return made_here if part is None else made_here.part(part)
+        return tx.wrap(value, source if part is None else attr_of(source, part))
+
+    owner = instance
     if isinstance(attr, property) and owner is not None:
         if attr.fget is None:
             raise ObservedAttributeError(f"property {name!r} has no getter")
-        return tx.wrap(attr.fget, attr_of(source, "fget")).bound_to(owner).call(tx, [], {})
+        return variable(attr.fget, "fget").bound_to(owner).call(tx, [], {})
     if isinstance(attr, staticmethod):
-        return tx.wrap(attr.__func__, attr_of(source, "__func__"))
+        return variable(attr.__func__, "__func__")
     if isinstance(attr, classmethod):
-        return tx.wrap(attr.__func__, attr_of(source, "__func__")).bound_to(cls_var)
+        return variable(attr.__func__, "__func__").bound_to(cls_var)
     if isinstance(attr, types.FunctionType) or is_cached_function(attr):
         # (lru_cache's wrapper binds to an instance as a function does: `logger.warning_once`)
-        function = tx.wrap(attr, source)
+        function = variable(attr)
         return function.bound_to(owner) if owner is not None else function
     if isinstance(attr, SLOT_TYPES) and isinstance(owner, UserObjectVariable):
         return BuiltinSlotVariable(attr, owner)
@@ -146,12 +149,12 @@ def class_attribute(tx, instance, cls_var, name, index, attr):
     getter = class_lookup(type(attr), "__get__")
     if getter is not None and isinstance(getter[1], types.FunctionType):
         # a descriptor written in Python (`functools.cached_property`): its __get__ runs
-        descriptor = tx.wrap(attr, source)
+        descriptor = variable(attr)
         seen_from = owner if owner is not None else ConstantVariable(None)
         return descriptor.get_attr(tx, "__get__").call(tx, [seen_from, cls_var], {})
     # With no source, the class itself was made or found in the trace (`type(obj)` of an object
     # made here): what it holds is known from how it was made, nothing to guard.
-    return tx.wrap(attr, source)
+    return variable(attr)
 
 
 class UserClassVariable(Variable):
@@ -458,19 +461,18 @@ class UserObjectVariable(Variable):
         """`object.__setattr__(self, name, value)` (`value` DELETED for `object.__delattr__`)."""
         found = class_lookup(self.cls, name)
         if found is not None and isinstance(found[1], property):
-            made_here = self.cls_var.own_attribute(found[0], name)  # class_statements.py
-            setter = found[1].fdel if value is DELETED else found[1].fset
-            if setter is None:
+            part = "fdel" if value is DELETED else "fset"
+            if getattr(found[1], part) is None:
                 raise ObservedAttributeError(
                     f"property {name!r} of {self.cls.__name__} is read-only"
                 )
-            source = attr_of(self.cls_var.attribute_source(found[0], name), "fset")
-            args = [] if value is DELETED else [value]
+            made_here = self.cls_var.own_attribute(found[0], name)  # class_statements.py
             if made_here is not None:
-                setter = made_here.functions[2 if value is DELETED else 1]
+                setter = made_here.part(part)
             else:
-                setter = tx.wrap(setter, source)
-            setter.bound_to(self).call(tx, args, {})
+                source = attr_of(self.cls_var.attribute_source(found[0], name), part)
+                setter = tx.wrap(getattr(found[1], part), source)
+            setter.bound_to(self).call(tx, [] if value is DELETED else [value], {})
             return
         if self.value is None:
             if value is DELETED:
