@@ -41,6 +41,7 @@ from .like_eager.in_place import shares_written_memory
 from .like_eager.in_torch import RunsInTorch, devices_of
 from .lowering import EagerOnly
 from .performance import memory_plan
+from .performance.attention_masks import fusable_attention_masks
 from .rules import Rules
 from .scheduler import FusedKernel, Scheduler
 from .symbolic.code import compile_symbolic
@@ -179,7 +180,7 @@ class CompiledGraph(TrainingGraphs, RunsInTorch):
     autocast, runs the graphs of its ATen trace (`train`: training/autograd.py)."""
 
     def __init__(self, gm: torch.fx.GraphModule, example_inputs):
-        self.gm = gm
+        self.gm = fusable_attention_masks(gm)  # before either path reads it
         self.specializations: dict = {}
         self.last: CompiledCode | None = None
         self.same_arguments: SameArguments | None = None  # the last specialisation's check

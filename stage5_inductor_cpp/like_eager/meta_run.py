@@ -30,6 +30,7 @@ from stage2_symbolic_vm.performance import meta_cache
 
 from ..lowering import EagerOnly
 from ..lowerings.arguments import by_position
+from ..performance import attention_masks
 from ..symbolic.sizes import as_size, as_sizes
 
 
@@ -94,7 +95,10 @@ DEVICE_MOVES = {"cpu", "cuda"}
 # product (nanoGPT's), its meta function (B, H, T, D). Eager's strides are the kernels', so
 # one call on zeros at compile time answers, here for eager's layouts (what the caller
 # gets), in graph_lowering.py for ours (what our extern call returns).
-STRIDES_FROM_A_CALL = (torch.nn.functional.scaled_dot_product_attention,)
+STRIDES_FROM_A_CALL = (
+    torch.nn.functional.scaled_dot_product_attention,
+    attention_masks.scaled_dot_product_attention,
+)
 
 
 def on_meta_device(kwargs: dict) -> dict:

@@ -2,6 +2,7 @@
 
 linear.py            `F.linear` as one product, into memory the wrapper plans
 bias_addmm.py        `mm + bias` as one `addmm`
+attention_masks.py   a mask broadcast along the keys copied, for a fused attention (GPU)
 sibling_products.py  products of one input by several weights as one (a GPU rule)
 split_reductions.py  a reduction over much into few results in two kernels (a GPU rule)
 reuse.py             a value read twice: stored once, or computed again in each reader

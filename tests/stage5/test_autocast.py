@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 import stage4_fx
 import stage5_inductor_cpp
 from stage5_inductor_cpp import compile_fx
+from stage5_inductor_cpp.performance import attention_masks
 from tests.oracle import assert_same_as_eager
 from tests.stage5.helpers import KeepGraphs
 
@@ -396,3 +397,38 @@ def test_the_softmax_of_the_math_attention_path_is_one_kernel():
     graph = lowered_under_autocast(safe_attention_scores, x, w, masked)
     assert graph.extern_names == ("mm",)
     assert len([k for k in graph.kernel_names if "exp" in k]) == 1
+
+
+def attention_with_a_traced_mask(q, keep):
+    """Attention under a bool mask broadcast along the keys, as Hugging Face builds it when
+    traced (BERT's has strides (0, T, 1, 0))."""
+    b, _, t, _ = q.shape
+    mask = keep[None, None, :, None].expand(b, 1, t, t)
+    return F.scaled_dot_product_attention(q, q, q, attn_mask=mask)
+
+
+def test_a_mask_broadcast_along_the_keys_is_copied_where_fused_attention_needs_rows(
+    monkeypatch,
+):
+    """On the GPU, cuDNN's and the memory-efficient attention refuse a mask whose last
+    stride is 0, and torch's choice falls to the math path (performance/attention_masks.py):
+    the mask is copied first there. The CPU's flash attention takes the broadcast mask, so
+    the copy is made only on the devices that need it; here the CPU is made one of them,
+    and the ATen trace copies the mask before torch's attention."""
+    q, keep = torch.randn(2, 4, 8, 16), torch.rand(8) > 0.3
+    keep[0] = True  # no row masked whole: eager's flash and math paths differ there
+
+    def copies(devices) -> list:
+        monkeypatch.setattr(attention_masks, "ROWS_IN_MEMORY", devices)
+        keep_graphs = KeepGraphs()
+        compiled = stage4_fx.compile(attention_with_a_traced_mask, backend=keep_graphs)
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            assert_same_as_eager(
+                compiled, attention_with_a_traced_mask, q, keep, atol=1e-2, rtol=1e-2
+            )
+        assert_kernels_ran(keep_graphs.graphs)
+        ((part,),) = [g.parts for g in keep_graphs.graphs]
+        return [n.args[0].target for n in part.gm.graph.nodes if n.target == "clone"]
+
+    assert copies(set()) == []
+    assert copies({"cpu"}) == ["expand"]
