@@ -25,16 +25,27 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, *args, **kwa
     """`F.scaled_dot_product_attention`, with a mask broadcast along the keys copied first
     on the devices of `ROWS_IN_MEMORY`. Traced (the ATen trace of autocast and training)
     the copy is in the graph before torch's choice; lowered, it is an extern call that
-    copies at run time."""
-    if (
+    copies at run time.
+
+    Eager's answer for that mask is the math path's, whose softmax (`_safe_softmax`) gives
+    a query that may see no key zeros; the fused kernels give such a row some other
+    value. So those rows are set to zero after the fused kernel, as the math path has them."""
+    if not (
         isinstance(attn_mask, torch.Tensor)
         and query.device.type in ROWS_IN_MEMORY
         and attn_mask.dim() > 0
         and attn_mask.size(-1) > 1
         and attn_mask.stride(-1) == 0
     ):
-        attn_mask = attn_mask.contiguous()
-    return F.scaled_dot_product_attention(query, key, value, attn_mask, *args, **kwargs)
+        return F.scaled_dot_product_attention(query, key, value, attn_mask, *args, **kwargs)
+    if attn_mask.dtype == torch.bool:
+        sees_nothing = ~attn_mask.any(-1, keepdim=True)
+    else:
+        sees_nothing = (attn_mask == float("-inf")).all(-1, keepdim=True)
+    found = F.scaled_dot_product_attention(
+        query, key, value, attn_mask.contiguous(), *args, **kwargs
+    )
+    return found.masked_fill(sees_nothing, 0)
 
 
 def fusable_attention_masks(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
