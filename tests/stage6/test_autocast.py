@@ -57,7 +57,7 @@ def test_a_mask_broadcast_along_the_keys_gets_a_fused_attention_on_the_gpu(autoc
     amp = torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast)
     with amp:
         assert_same_as_eager(compiled, attention_with_a_traced_mask, q, keep, atol=1e-2, rtol=1e-2)
-    ((graph,),) = graphs.graphs
+    (graph,) = graphs.graphs
     externs = [n for part in (graph.parts or [graph]) for n in part.last.extern_names]
     assert not [n for n in externs if "bmm" in n or "softmax" in n], externs
     assert len([n for n in externs if "attention" in n]) == 1, externs
