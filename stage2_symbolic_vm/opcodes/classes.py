@@ -5,8 +5,11 @@ runs the class body (python/class_statements.py). The body is code without fast 
 stores its names in a namespace dict (STORE_NAME), reads them there before the globals
 (LOAD_NAME), and reads the enclosing function's variables through LOAD_CLASSDEREF (3.11)
 or LOAD_FROM_DICT_OR_DEREF (3.12). Here the body runs in a frame of its own whose
-`locals` is that namespace. CPython: Python/bltinmodule.c's builtin___build_class__ and
-the opcodes' cases in Python/bytecodes.c.
+`locals` is that namespace. LOAD_FROM_DICT_OR_GLOBALS (3.12) is left unhandled: CPython
+emits it only in the annotation scopes of PEP 695's `type` statements and generic
+definitions inside a class body, which the VM does not trace. CPython:
+Python/bltinmodule.c's builtin___build_class__ and the opcodes' cases in
+Python/bytecodes.c.
 """
 
 import builtins
@@ -53,10 +56,6 @@ class Classes:
     def LOAD_FROM_DICT_OR_DEREF(self, inst):  # 3.12: the namespace, then the cell
         self.pop()  # LOAD_LOCALS's marker: the namespace is this frame's locals
         self.LOAD_CLASSDEREF(inst)
-
-    def LOAD_FROM_DICT_OR_GLOBALS(self, inst):  # 3.12: the namespace, then the globals
-        self.pop()
-        self.LOAD_NAME(inst)
 
 
 class _Namespace(Variable):
