@@ -155,10 +155,10 @@ class SideEffects(Aliasing):
 def replace_contents(container, new):
     """Give a list, dict or set the contents `new` (a fresh container of the same kind).
 
-    A subclass of dict is changed through its builtin base, as the trace changed it
+    A subclass of list or dict is changed through its builtin base, as the trace changed it
     (its own `update` or `__setitem__` may do more, or refuse)."""
     if isinstance(container, list):
-        container[:] = new
+        list.__setitem__(container, slice(None), new)
     elif isinstance(container, dict):
         base = next(b for b in type(container).__mro__ if b in DICT_BASES)
         base.clear(container)
@@ -173,9 +173,9 @@ def replay_changes(container, changes):
     """Make the changes `(method name, arguments)` again, in order, on the real container. A
     set's order of iteration depends on how its table was filled and emptied, not only on
     its items: rebuilt from its final items, the caller's set would iterate in another order
-    than eager leaves it in."""
+    than eager leaves it in. Each is `set`'s own method: the trace ran any override."""
     for name, arguments in changes:
-        getattr(container, name)(*arguments)
+        getattr(set, name)(container, *arguments)
 
 
 def assign_attribute(obj, name, value, generic):

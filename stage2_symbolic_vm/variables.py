@@ -129,7 +129,7 @@ NULL = NullVariable()
 
 def is_constant_value(value) -> bool:
     """Values the VM treats as Python constants: immutable, compared by value (or singletons)."""
-    if isinstance(value, (tuple, frozenset)) and not hasattr(value, "_fields"):
+    if type(value) is frozenset or (isinstance(value, tuple) and not hasattr(value, "_fields")):
         return all(is_constant_value(v) for v in value)  # torch.Size is a tuple
     if isinstance(value, slice):
         return all(is_constant_value(v) for v in (value.start, value.stop, value.step))

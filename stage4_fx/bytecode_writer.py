@@ -10,7 +10,7 @@ stage 2 rebuilds itself (`Variable.reconstruct(cg)`) with the few operations of
     a value read from outside     its source: LOAD_FAST x; LOAD_ATTR weight
     a Python constant             LOAD_CONST 3
     a list, tuple or dict         its items, then BUILD_LIST / BUILD_TUPLE / BUILD_MAP
-    an object made in the trace   a call that rebuilds it (`rebuild_object(cls, attrs, items)`)
+    an object made in the trace   a call that rebuilds it (`rebuild(cls, attrs, contents)`)
 
 A list or dict made inside the trace is built once and kept in a temporary,
 so two references to it stay one object. The few 3.11/3.12/3.13 differences
@@ -25,6 +25,7 @@ import torch
 from bytecode import FreeVar, Instr
 
 from stage2_symbolic_vm.errors import CannotReconstruct
+from stage2_symbolic_vm.python.container_subclasses import ContentsSource
 from stage2_symbolic_vm.sources import (
     AttrSource,
     BuiltinSource,
@@ -325,6 +326,10 @@ def _load_dict_item(cg: Codegen, source: DictItemSource):  # past a subclass's _
     )
 
 
+def _load_contents(cg: Codegen, source: ContentsSource):  # past a subclass's own methods
+    cg.call_callable(source.kind.copy, lambda: cg.load_source(source.base))
+
+
 def _load_item(cg: Codegen, source: ItemSource):
     cg.load_source(source.base)
     cg.load_const(source.index)
@@ -351,6 +356,7 @@ SOURCE_LOADERS = {
     ClosureSource: _load_closure_variable,
     AttrSource: _load_attribute,
     DictItemSource: _load_dict_item,
+    ContentsSource: _load_contents,
     ItemSource: _load_item,
     SizeSource: _load_size,
     ReducedSource: _load_reduced,

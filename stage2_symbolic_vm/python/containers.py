@@ -24,6 +24,7 @@ with the wrong arguments raises the TypeError that CPython raises.
 """
 
 import inspect
+import types
 
 from ..errors import ObservedAttributeError, ObservedException, Unsupported
 from ..variables import UNKNOWN, BoundMethodVariable, ConstantVariable, TensorVariable, Variable
@@ -102,6 +103,8 @@ def key_of(var: Variable):
     kind = var.python_type() if identity is UNKNOWN else type(identity)
     if kind.__hash__ is None:
         raise unhashable(kind)
+    if kind is types.BuiltinFunctionType and identity is not UNKNOWN:  # `len`, `operator.add`:
+        return identity  # CPython's meth_hash and meth_richcompare, C code that runs no Python
     if kind.__hash__ not in (object.__hash__, type.__hash__):
         reason = f"a dict key or set item with its own __hash__ ({kind.__qualname__})"
         raise Unsupported("unsupported_value", reason)

@@ -23,7 +23,6 @@ An object of a class written in C that the VM does not model (a NumPy array, a C
 library's handle) is an ObjectVariable (outside_objects.py).
 """
 
-import collections
 import copyreg
 import functools
 import inspect
@@ -33,25 +32,20 @@ import types
 
 from ..errors import CannotReconstruct, ObservedAttributeError, ObservedException, Unsupported
 from ..like_eager.aliasing import is_slot
-from ..side_effects import DELETED, DICT_BASES
-from ..sources import DictItemSource, attr_of, item_of
+from ..side_effects import DELETED
+from ..sources import attr_of, item_of
 from ..variables import (
     UNKNOWN,
     BoundMethodVariable,
     ConstantVariable,
-    LazyVariable,
     TensorVariable,
     Variable,
     constant_args,
 )
-from . import annotations, random_generators
+from . import annotations, container_subclasses, random_generators
 from .dicts import DictVariable
 from .exceptions import ExceptionVariable
 from .sequences import SequenceVariable, TupleVariable
-
-# A user class may derive from a builtin dict kind (side_effects.DICT_BASES) and still be made
-# in the trace: its items are kept in a DictVariable beside its attributes.
-PLAIN_NEW = (object.__new__, dict.__new__, collections.OrderedDict.__new__)
 
 
 def class_lookup(cls, name):
@@ -264,18 +258,20 @@ def new_instance(tx, cls_var: UserClassVariable, args, kwargs):
     new = inspect.getattr_static(cls, "__new__")
     if isinstance(new, staticmethod):
         new = new.__func__
-    if new not in PLAIN_NEW:
+    if new not in container_subclasses.PLAIN_NEW:
         raise Unsupported("unsupported_value", f"{cls.__qualname__} has its own __new__")
     if type(cls).__call__ is not type.__call__:
         raise Unsupported("unsupported_value", f"{cls.__qualname__}'s metaclass has a __call__")
     if getattr(cls, "__abstractmethods__", None):  # object.__new__ refuses, in its own words
         tx.run_python(object.__new__, cls)
     obj = UserObjectVariable(None, cls_var)
+    if container_subclasses.container_base(cls) is frozenset:  # made by frozenset.__new__
+        obj.contents = container_subclasses.new_frozenset(tx, args, kwargs)
     init = class_lookup(cls, "__init__")
     if isinstance(init[1], types.FunctionType):
         obj.get_attr(tx, "__init__").call(tx, args, kwargs)
-    elif obj.dict_items is not None:
-        obj.dict_items.update(tx, args[0] if args else None, kwargs)
+    elif obj.contents is not None:  # the builtin's own __init__
+        BuiltinSlotVariable(init[1], obj).call(tx, args, kwargs)
     elif args or kwargs:
         raise ObservedException(TypeError(f"{cls.__qualname__}() takes no arguments"))
     return obj
@@ -345,15 +341,16 @@ def make_namedtuple(tx, cls, args, kwargs):
 
 class UserObjectVariable(Variable):
     """An instance of a Python class: from outside (`value` and `source`), or made in the
-    trace (`value` None: `attrs` holds its attributes, `dict_items` its items if it is a dict)."""
+    trace (`value` None: `attrs` holds its attributes, `contents` its items if its class
+    derives from a builtin container: container_subclasses.py)."""
 
     def __init__(self, value, cls_var: UserClassVariable, source=None, trace=None):
         self.value, self.cls_var, self.source, self.trace = value, cls_var, source, trace
         self.cls = cls_var.cls
         self.attrs = {}  # name -> Variable, for an object made in the trace
-        is_dict = issubclass(self.cls, DICT_BASES)
-        base = next((b for b in self.cls.__mro__ if b in DICT_BASES), dict)
-        self.dict_items = DictVariable({}, dict_type=base) if is_dict and value is None else None
+        base = container_subclasses.container_base(self.cls)
+        made_here = base is not None and value is None
+        self.contents = container_subclasses.empty_contents(base) if made_here else None
 
     def python_type(self):
         return self.cls
@@ -366,17 +363,12 @@ class UserObjectVariable(Variable):
         return self.value
 
     def items_var(self, tx):
-        """The items of a dict subclass, as a DictVariable (None for other classes). Those of
-        an object from outside are read through `dict`'s own methods, so no override runs."""
-        if self.dict_items is None and self.value is not None and isinstance(self.value, dict):
-            base = next(b for b in self.cls.__mro__ if b in DICT_BASES)
-            items = {
-                k: LazyVariable(v, DictItemSource(self.source, k))
-                for k, v in dict.items(self.value)
-            }
-            self.dict_items = DictVariable(items, self.source, dict_type=base)
-            tx.trace.assume("dict_keys", self.source)
-        return self.dict_items
+        """The contents of an instance of a builtin container's subclass (None for other
+        classes). Those of an object from outside are read past its class's own methods."""
+        base = container_subclasses.container_base(self.cls)
+        if self.contents is None and self.value is not None and base is not None:
+            self.contents = container_subclasses.outside_contents(tx, self)
+        return self.contents
 
     # --- reading attributes -----------------------------------------------------------------
 
@@ -556,39 +548,18 @@ class UserObjectVariable(Variable):
             return
         if self.cls_var.source is None:
             raise CannotReconstruct(f"{self}: its class has no source")
+        contents = self.contents
         cg.call_callable(
-            rebuild_object,
+            container_subclasses.rebuild,
             lambda: cg.reconstruct(self.cls_var),
             lambda: cg.build_map(self.attrs),
-            lambda: cg.build_map(self.dict_items.items if self.dict_items else {}),
+            lambda: cg.reconstruct(contents) if contents is not None else cg.load_const(None),
         )
         cg.keep(self)
 
     def __repr__(self):
         where = self.source or "made in the trace"
         return f"UserObjectVariable({self.cls.__qualname__} {where})"
-
-
-SLOT = types.MemberDescriptorType  # what `__slots__ = ("a",)` puts in the class for `a`
-
-
-def rebuild_object(cls, attrs: dict, items: dict):
-    """An object made in the trace, rebuilt by the new bytecode: its class, attributes, items.
-
-    `__init__` does not run again (the trace ran it); the state it left is put back
-    directly, as pickle does (`object.__reduce_ex__`).
-    """
-    obj = cls.__new__(cls)
-    state = getattr(obj, "__dict__", None)
-    for name, value in attrs.items():
-        if state is not None and not isinstance(getattr(cls, name, None), SLOT):
-            state[name] = value
-        else:  # a slot of `__slots__` (the object may have no __dict__): its descriptor stores it
-            object.__setattr__(obj, name, value)
-    setitem = next(b for b in cls.__mro__ if b in DICT_BASES).__setitem__ if items else None
-    for key, value in items.items():
-        setitem(obj, key, value)
-    return obj
 
 
 class BuiltinSlotVariable(Variable):
@@ -617,11 +588,9 @@ class BuiltinSlotVariable(Variable):
         if name == "__reduce_ex__" and self.descriptor.__objclass__ is object:
             return reduce_ex(tx, obj, *args)
         items = obj.items_var(tx)
-        if items is not None:  # dict.__setitem__, dict.keys, OrderedDict.__init__ ...
-            if name == "__init__":
-                items.update(tx, args[0] if args else None, kwargs)
-                return ConstantVariable(None)
-            return items.call_method(tx, name, args, kwargs)
+        if items is not None:  # dict.__setitem__, set.add, list.__init__, set.__and__ ...
+            result = container_subclasses.call_builtin(tx, name, items, args, kwargs)
+            return obj if result is items else result  # `s |= t` is s itself
         raise Unsupported(
             "unsupported_value", f"{self.descriptor.__qualname__} of {obj.cls.__qualname__}"
         )

@@ -27,7 +27,7 @@ import types
 from ..dynamic_shapes.shapes import SymNodeVariable, has_symbols
 from ..errors import ObservedException, Unsupported
 from ..variables import UNKNOWN, ConstantVariable, TensorVariable
-from . import annotations
+from . import annotations, container_subclasses
 from .containers import FakeIdVariable, is_none, key_of
 from .dicts import DictVariable, DictViewVariable
 from .objects import UserObjectVariable, class_lookup, is_python_class
@@ -110,6 +110,7 @@ def binary_op(tx, fn, a, b):
     result = user_binary_op(tx, fn, a, b)  # before a tensor's: torch's operators answer
     if result is not NotImplemented:  # NotImplemented for an object they do not know
         return result
+    a, b = container_subclasses.contents_of(tx, a), container_subclasses.contents_of(tx, b)
     if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
         if isinstance(a, ConstantVariable):  # `acc = 0; acc += x`: an int has no __iadd__,
             fn = OUT_OF_PLACE.get(fn, fn)  # so Python falls back to `acc + x`, a new tensor
@@ -410,8 +411,8 @@ def user_compare(tx, fn, a, b):
         return NotImplemented
     if is_python_class(owner):
         return call_special(tx, a, name, b)
-    if a.items_var(tx) is not None:  # dict.__eq__ of a dict subclass
-        return dict_compare(tx, fn, a.items_var(tx), b)
+    if a.items_var(tx) is not None:  # dict.__eq__ of a dict subclass, set.__lt__ of a set's
+        return container_subclasses.operate(tx, name, a.items_var(tx), b)
     raise Unsupported("unsupported_value", f"{owner.__qualname__}.{name} of {a}")
 
 

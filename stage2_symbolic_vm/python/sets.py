@@ -9,9 +9,9 @@ changes keeps each change, which the real set goes through again after the graph
 
 from ..errors import ObservedException, Unsupported
 from ..side_effects import replay_changes
-from ..variables import ConstantVariable, Variable, compared_by_identity, is_constant_value
+from ..variables import ConstantVariable, Variable
 from .containers import ContainerVariable, key_of, where
-from .dicts import DictVariable, DictViewVariable
+from .dicts import DictVariable, DictViewVariable, is_checkable_key
 
 
 class SetVariable(ContainerVariable):
@@ -243,9 +243,9 @@ def hashed_by_id(key) -> bool:
 
 def wrap_set(tx, value, source):
     """A set from outside, guarded whole by `==`. dataclasses' `_ATOMIC_TYPES` is a frozenset
-    of classes: items equal only to themselves (classes, functions) are guarded by the set's
-    `==` as well as constants."""
-    if not all(is_constant_value(v) or compared_by_identity(v) for v in value):
+    of classes: items equal only to themselves (classes, functions, `operator.add`) are
+    guarded by the set's `==` as well as constants: what the dict keys guard checks."""
+    if not all(is_checkable_key(v) for v in value):
         raise Unsupported("unsupported_value", f"{where(source)} holds items with own __eq__")
     if source is not None:
         tx.trace.assume("constant", source)
