@@ -25,7 +25,7 @@ import types
 
 import torch
 
-from . import functions, sources
+from . import functions, numpy_interop, sources
 from .dynamic_shapes import shapes
 from .errors import Unsupported
 from .functions import NNModuleVariable, TorchVariable, UserFunctionVariable
@@ -178,6 +178,7 @@ BY_IDENTITY = (
 # What each kind of outside value becomes, in order: the first test that holds wraps it.
 WRAPPERS = (
     (lambda v: isinstance(v, torch.Tensor), wrap_tensor),
+    (numpy_interop.is_ndarray, numpy_interop.wrap_ndarray),  # the tensor of its memory
     (lambda v: type(v) is tuple, wrap_tuple),  # before constants: an int in it may be a symbol
     (is_constant_value, wrap_constant),  # int, str, dtype, an enum, a tuple of constants
     (lambda v: type(v) is list, wrap_sequence),

@@ -228,10 +228,8 @@ class TensorVariable(Variable):
     def get_attr(self, tx, name):
         if name == "device":
             return ConstantVariable(self.device)
-        if name == "is_cuda":
-            return ConstantVariable(self.device.type == "cuda")
-        if name == "is_cpu":
-            return ConstantVariable(self.device.type == "cpu")
+        if name in ("is_cuda", "is_cpu"):  # `x.is_cuda`: "cuda", of the real device
+            return ConstantVariable(self.device.type == name.removeprefix("is_"))
         if name == "__class__":
             return tx.wrap(self.type_, None)
         if name == "shape" and tx.trace.shapes.active:  # sizes may be symbols: as `x.size()`

@@ -32,7 +32,7 @@ import torch
 
 from stage1_eval_frame.logs import get_logger
 
-from . import builder, sources, tensor_ops
+from . import builder, numpy_interop, sources
 from .dynamic_shapes import shapes
 from .errors import Location, ObservedException, Unsupported
 from .functions import UserFunctionVariable
@@ -140,7 +140,7 @@ def trace(fn, *args, **kwargs) -> Trace:
 def output_structure(value: Variable):
     """The returned Variable as a structure of nodes and constants (Trace.output)."""
     if isinstance(value, (TensorVariable, shapes.SymNodeVariable)):
-        return value.node
+        return numpy_interop.output_of(value)  # its node (as NumPy's array, for an ndarray)
     if isinstance(value, SequenceVariable):
         return value.python_type()([output_structure(v) for v in value.items])
     if isinstance(value, DictVariable):
@@ -287,7 +287,7 @@ class InstructionTranslator(Names, Calls, Classes, Building, ControlFlow, Except
         return builder.wrap(self, value, source)
 
     def record_call(self, target, args, kwargs):
-        return tensor_ops.record_call(self, target, list(args), dict(kwargs))
+        return numpy_interop.record_call(self, target, args, kwargs)  # tensor_ops', or NumPy's
 
     def run_python(self, fn, *args, **kwargs):
         """Run a Python function on constants; an error it raises is an error of the traced code."""

@@ -22,6 +22,7 @@ import builtins
 import inspect
 from dataclasses import dataclass
 
+from stage2_symbolic_vm.numpy_interop.arrays import AsNdarray
 from stage2_symbolic_vm.sources import BuiltinSource, LocalSource, Source
 from stage2_symbolic_vm.trace import Node, Trace, target_name
 
@@ -63,6 +64,7 @@ class _ReplayWriter:
         self.parameters = [f"L_{name}" for name in argument_names(trace.code)]
         for parameter in self.parameters:
             self.names.objects[parameter] = _TAKEN  # no helper may take these names
+        self.names.objects["B"] = builtins  # as in guards: `B.__import__('torch').from_numpy`
         self.variables: dict[Node, str] = {}
         self.reads_frame = False
 
@@ -124,6 +126,8 @@ class _ReplayWriter:
         """A node argument or the output structure, as Python source."""
         if isinstance(value, Node):
             return self.variables[value]
+        if isinstance(value, AsNdarray):  # an ndarray returned: the tensor as NumPy's again
+            return f"{self.names(AsNdarray)}({self.expression(value.node)}, {value.scalar})"
         if isinstance(value, tuple) and not hasattr(value, "_fields"):
             items = [self.expression(v) for v in value]
             return f"({items[0]},)" if len(items) == 1 else f"({', '.join(items)})"

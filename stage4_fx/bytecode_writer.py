@@ -25,6 +25,7 @@ import torch
 from bytecode import FreeVar, Instr
 
 from stage2_symbolic_vm.errors import CannotReconstruct
+from stage2_symbolic_vm.numpy_interop import NumpyTensorSource
 from stage2_symbolic_vm.python.container_subclasses import ContentsSource
 from stage2_symbolic_vm.sources import (
     AttrSource,
@@ -348,6 +349,10 @@ def _load_size(cg: Codegen, source: SizeSource):  # a symbol's value: `torch.Ten
     )
 
 
+def _load_numpy_tensor(cg: Codegen, source: NumpyTensorSource):  # the tensor of an ndarray
+    cg.call_callable(torch.from_numpy, lambda: cg.load_source(source.base))
+
+
 SOURCE_LOADERS = {
     LocalSource: _load_local,
     GlobalSource: _load_global,
@@ -360,6 +365,7 @@ SOURCE_LOADERS = {
     ItemSource: _load_item,
     SizeSource: _load_size,
     ReducedSource: _load_reduced,
+    NumpyTensorSource: _load_numpy_tensor,
 }
 
 

@@ -5,7 +5,8 @@ It can be passed on and compared with `is` (an "id" assumption), its attributes 
 through their source. Calling it, or one of its methods, stops the VM with the reason,
 except where the answer is a pure function of constants and is computed now: a NumPy
 ufunc of numbers (`np.sqrt(d_model)`), a pattern's or a match's methods (`PURE_METHODS`),
-and the C functions that have a Python twin (pure_python.py).
+and the C functions that have a Python twin (pure_python.py). A NumPy function that
+torch._numpy has is traced as torch.compile traces it (numpy_interop/).
 """
 
 import re
@@ -72,6 +73,10 @@ class ObjectVariable(Variable):
             # torch.compile folds it; its answer is NumPy's scalar (np.float64, a float)
             args, kwargs = constant_args(args, kwargs)
             return tx.wrap_constant_result(tx.run_python(self.value, *args, **kwargs), shown)
+        from ..numpy_interop import call_function, numpy_path  # it builds on this file
+
+        if (path := numpy_path(self.identity())) is not None:  # `np.sum(a, axis=0)`
+            return call_function(tx, path, args, kwargs)  # torch._numpy's, on the tensors
         raise Unsupported("untraceable_call", f"call to `{shown}`, which the VM cannot look inside")
 
     def truth(self, tx):

@@ -13,7 +13,7 @@ cases are this project's own, written for the kinds of Python torch's tests exer
 builtins, `math`, `operator`, containers and their methods, `functools`, `itertools`,
 `collections`, closures, defaults, `*args`/`**kwargs`, classes, enums, dataclasses,
 strings, tensor methods and torch's queries. A break count above 0 is a limitation the
-VM names with a reason (NumPy is not traced: its calls break).
+VM names with a reason (NumPy's random generator, reading an array's data).
 """
 
 import abc
@@ -2114,7 +2114,7 @@ def torch_module_objects(a):
     return SOFTMAX(a) + RELU(a)
 
 
-# --- NumPy (not traced: each call is a graph break with its reason) -------------------------------
+# --- NumPy: traced as tensor operations (torch._numpy); its random generator breaks -------------
 
 
 @case(T, graphs=1, breaks=1)
@@ -2129,14 +2129,16 @@ def numpy_default_rng(a):
     return a * 2, values.shape
 
 
-@case(T, graphs=2, breaks=3)
+# float() reads the sum's data: a break. torch sums float32 in another order than NumPy
+# does (its last bits differ): rounded, the answer is eager's.
+@case(T, graphs=1, breaks=1)
 def numpy_array_from_tensor(a):
     y = a * 2
     total = np.sum(y.detach().numpy())
-    return y + 1, float(total)
+    return y + 1, round(float(total), 3)
 
 
-@case(T, graphs=1, breaks=2)
+@case(T)
 def numpy_constant_array(a):
     w = np.array([1.0, 2.0, 3.0])
     return a + torch.from_numpy(w).float()
