@@ -6,6 +6,7 @@ arguments and checks, in this order, that
   * the results are equal (`torch.testing.assert_close` defaults, containers
     compared element by element, Python scalars exactly), and each tensor has
     eager's strides (the significant ones, as torch's own tests compare them);
+    a NumPy array or scalar has eager's type, dtype and shape, and close values;
   * each result tensor shares memory with the same argument as in eager (an
     output that is an input, or a view of one, must be so when compiled too);
   * the arguments end up equal (an in-place op must mutate the compiled
@@ -17,6 +18,7 @@ arguments and checks, in this order, that
 
 import copy
 
+import numpy
 import torch
 import torch.utils._pytree as pytree
 
@@ -72,7 +74,10 @@ def sharing(results, arguments) -> list:
     inputs = [t for t in pytree.tree_leaves(arguments) if isinstance(t, torch.Tensor)]
     storages = [t.untyped_storage().data_ptr() for t in inputs]
     found = []
+    arrays = [a for a in pytree.tree_leaves(arguments) if isinstance(a, numpy.ndarray)]
     for t in pytree.tree_leaves(results):
+        if isinstance(t, numpy.ndarray) and t.size:
+            found.append(next((i for i, a in enumerate(arrays) if numpy.shares_memory(a, t)), None))
         if isinstance(t, torch.Tensor) and t.numel():
             pointer = t.untyped_storage().data_ptr()
             found.append(storages.index(pointer) if pointer in storages else None)
@@ -101,6 +106,16 @@ def assert_equal_values(actual, expected, path="result", **close):
         assert list(actual) == list(expected), f"{path}: keys {list(actual)} != {list(expected)}"
         for key in expected:
             assert_equal_values(actual[key], expected[key], f"{path}[{key!r}]", **close)
+    elif isinstance(expected, (numpy.ndarray, numpy.generic)):  # NumPy's own type and dtype
+        assert type(actual) is type(expected), f"{path}: {type(actual)} != {type(expected)}"
+        assert actual.dtype == expected.dtype, f"{path}: dtype {actual.dtype} != {expected.dtype}"
+        torch.testing.assert_close(  # values by the dtype's tolerance, the shape exactly
+            torch.as_tensor(numpy.asarray(actual)),
+            torch.as_tensor(numpy.asarray(expected)),
+            equal_nan=True,
+            msg=lambda m: f"{path}: {m}",
+            **close,
+        )
     elif isinstance(expected, float) and expected != expected:
         assert isinstance(actual, float) and actual != actual, f"{path}: {actual!r} != nan"
     else:

@@ -21,11 +21,12 @@ import torch
 from .. import tensor_ops
 from ..errors import Unsupported
 from ..functions import is_torch_function
+from ..python.outside_objects import exact_type
 from ..python.sequences import ListVariable, TupleVariable
 from ..trace import target_name
 from ..variables import ConstantVariable, TensorVariable, is_constant_value
 from . import in_graph
-from .arrays import NdarrayVariable, as_ndarray, numpy
+from .arrays import NdarrayVariable, as_ndarray, is_ndarray, numpy
 
 # The torch functions that take an ndarray and share its memory (torch.tensor copies it).
 SHARING = (torch.from_numpy, torch.as_tensor, torch.asarray)
@@ -73,6 +74,11 @@ def call_function(tx, path: str, args: list, kwargs: dict):
 
 
 def made_from_constants(tx, path, args, kwargs, shown):
+    held = [v.value for v in [*args, *kwargs.values()] if is_ndarray(getattr(v, "value", None))]
+    if held:  # arrays.wrap_ndarray left it an object: NumPy's C code would run on it
+        dtype = held[0].dtype
+        why = f"dtype {dtype}" if dtype.kind not in "biufc" else "read-only or reversed"
+        raise Unsupported("untraceable_call", f"{shown} of an array torch cannot share ({why})")
     values, named = tensor_ops.to_values(args, True), tensor_ops.to_values(kwargs, True)
     result = tx.run_python(lookup(numpy(), path), *values, **named)
     if not isinstance(result, numpy().ndarray):
@@ -92,7 +98,9 @@ def dtype_arguments(values) -> list:
     np = numpy()
     converted = []
     for value in values:
-        found = None if value.is_python_constant() else value.identity()
+        kind = None if value.is_python_constant() else exact_type(value)  # no assumption yet
+        dtype_like = kind is type or (kind is not None and issubclass(kind, np.dtype))
+        found = value.identity() if dtype_like else None
         scalar_type = isinstance(found, type) and issubclass(found, np.generic)  # np.float32
         if isinstance(found, np.dtype) or scalar_type or found in (bool, int, float, complex):
             value = ConstantVariable(np.dtype(found).name)
