@@ -29,6 +29,8 @@ The rest, by purpose:
                      module containers and hooks
     like_eager/      what a meta tensor does not say: devices, in-place ops, ops with no
                      meta kernel, aliased outside objects
+    numpy_interop/   NumPy as torch.compile traces it: an ndarray is a tensor, torch._numpy
+                     gives NumPy's rules
     dynamic_shapes/  sizes that are symbols: FakeTensors and SymInts, torch's automatic dynamic
     performance/     meta answers kept on disk between processes
     tools/           opcode coverage, trace diagrams (Mermaid), `python -m stage2_symbolic_vm`
