@@ -79,17 +79,11 @@ def initialise(tx, contents, args, kwargs):
     replaced by the argument's items (a dict's updated, as CPython's dict_init does)."""
     if isinstance(contents, DictVariable):
         contents.update(tx, args[0] if args else None, kwargs)
-        return
-    kind = contents.python_type().__name__
-    if kwargs:
+    elif kwargs:
+        kind = contents.python_type().__name__
         raise ObservedException(TypeError(f"{kind}() takes no keyword arguments"))
-    if len(args) > 1:
-        raise ObservedException(TypeError(f"{kind} expected at most 1 argument, got {len(args)}"))
-    if kind == "frozenset":  # object.__init__: made by frozenset.__new__ already
-        return
-    contents.call_method(tx, "clear", [], {})
-    if args:
-        contents.call_method(tx, "extend" if kind == "list" else "update", args, {})
+    else:
+        contents.call_method(tx, "__init__", args, {})
 
 
 def outside_contents(tx, obj):

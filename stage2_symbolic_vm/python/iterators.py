@@ -21,7 +21,7 @@ itself, at its position.
 import collections
 import types
 
-from ..errors import CannotReconstruct, ObservedException
+from ..errors import CannotReconstruct, ObservedException, Unsupported
 from ..sources import ReducedSource
 from ..variables import BoundMethodVariable, ConstantVariable, LazyVariable, Variable
 from .dicts import DictVariable, DictViewVariable
@@ -48,6 +48,32 @@ class IteratorVariable(Variable):
 
     def truth(self, tx):
         return True
+
+    # The iterator protocol called by name (`it.__next__()`, `it.__length_hint__()`), as
+    # CPython's iterators answer it; a generator adds send and throw.
+    PROTOCOL = ("__next__", "__iter__", "__length_hint__")
+
+    def get_attr(self, tx, name):
+        if name in ("__next__", "__iter__") or (
+            name == "__length_hint__" and hasattr(self.python_type(), name)
+        ):  # a generator, a map, a zip have no length hint
+            return BoundMethodVariable(self, name)
+        return super().get_attr(tx, name)
+
+    def call_method(self, tx, name, args, kwargs):
+        if name not in IteratorVariable.PROTOCOL or args or kwargs:
+            return super().call_method(tx, name, args, kwargs)
+        if name == "__iter__":
+            return self
+        if name == "__length_hint__":  # what is left, where that is known without stepping
+            remaining = self.remaining()
+            if remaining is None:
+                raise Unsupported("unsupported_value", f"the length hint of {self}")
+            return ConstantVariable(len(remaining))
+        item = self.next_item(tx)
+        if item is None:
+            raise ObservedException(self.stop_iteration())
+        return item
 
     def stop_iteration(self) -> StopIteration:
         """What `next(iterator)` raises at the end."""

@@ -198,7 +198,7 @@ class ListVariable(SequenceVariable):
         return LIST_METHODS
 
     MUTATING = frozenset({"append", "extend", "insert", "remove", "reverse", "clear", "sort"})
-    MUTATING |= {"pop", "__delitem__", "__setitem__"}
+    MUTATING |= {"pop", "__delitem__", "__setitem__", "__init__"}
 
 
 def _pop(xs, tx, index=None, /):
@@ -228,6 +228,9 @@ LIST_METHODS = {
     "remove": _remove,
     "reverse": lambda xs, tx, /: xs.items.reverse(),
     "clear": lambda xs, tx, /: xs.items.clear(),
+    "__init__": lambda xs, tx, iterable=None, /: xs.items.__setitem__(
+        slice(None), [] if iterable is None else iterable.unpack(tx)
+    ),  # list_init empties the list, then extends it
     "copy": lambda xs, tx, /: ListVariable(xs.items),
     "sort": _sort,
     "__delitem__": lambda xs, tx, key, /: xs.items.__delitem__(

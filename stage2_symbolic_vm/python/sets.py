@@ -77,7 +77,7 @@ class SetVariable(ContainerVariable):
     def methods(self):
         return SET_METHODS
 
-    MUTATING = frozenset({"add", "remove", "discard", "pop", "clear", "update"})
+    MUTATING = frozenset({"add", "remove", "discard", "pop", "clear", "update", "__init__"})
     MUTATING |= {"intersection_update", "difference_update", "symmetric_difference_update"}
 
     def call_method(self, tx, name, args, kwargs):
@@ -178,6 +178,16 @@ def _add(s, tx, item, /):
     s.items.add(key)
 
 
+def _init(s, tx, iterable=None, /):
+    """`s.__init__(iterable)`: set_init empties the set, then adds the items; a frozenset's
+    `__init__` is object's, which does nothing (frozenset.__new__ took the items)."""
+    if s.set_type is frozenset:
+        return
+    s.items.clear()
+    if iterable is not None:
+        s.combine(tx, "update", [iterable])
+
+
 def _set_pop(s, tx, /):
     s.ordered_keys()  # which item comes first is CPython's order
     key = tx.run_python(s.items.pop)
@@ -200,6 +210,7 @@ SET_METHODS = {
     "discard": lambda s, tx, item, /: s.items.discard(set_key(item)),
     "pop": _set_pop,
     "clear": lambda s, tx, /: s.items.clear(),
+    "__init__": _init,
     "__contains__": lambda s, tx, item, /: ConstantVariable(set_key(item) in s.items),
     "__len__": lambda s, tx, /: ConstantVariable(len(s.items)),
     "__iter__": lambda s, tx, /: s.iterate(tx),

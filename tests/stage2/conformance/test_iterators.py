@@ -223,3 +223,28 @@ def test_zip_strict_raises_out_of_the_function():
         return [a * b for a, b in zip([x, x], [1], strict=True)]
 
     assert_same_as_eager(stage4_fx.compile(fn, backend="eager"), fn, torch.ones(2))
+
+
+def test_the_iterator_protocol_called_by_name():
+    """`it.__next__()`, `it.__iter__()` and, where CPython's iterator has one,
+    `it.__length_hint__()` (a set's, a list's, a dict's: what is left)."""
+
+    def case(x, s, xs, d):
+        it = iter(s)
+        before = it.__length_hint__()
+        first = it.__next__()
+        items = iter(xs)
+        items.__next__()
+        keys = iter(d)
+        gen = (v for v in xs)
+        hints = before, it.__length_hint__(), items.__length_hint__(), keys.__length_hint__()
+        return (
+            x + 1,
+            first in s,
+            hints,
+            items.__iter__() is items,
+            gen.__next__(),
+            outcome(lambda: iter([]).__next__()),
+        )
+
+    check(case, torch.ones(2), {1, 2, 3}, [4, 5, 6], {"a": 1})

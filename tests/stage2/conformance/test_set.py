@@ -198,3 +198,18 @@ def test_set_or_tuple_raises_out_of_the_function():
         return x, {1, 2} | (3,)
 
     assert_same_as_eager(stage4_fx.compile(fn, backend="eager"), fn, torch.ones(2))
+
+
+def test_init_called_again_empties_and_refills():
+    """CPython's set_init and list_init clear the container, then add the argument's items; a
+    frozenset's `__init__` is object's and changes nothing. From outside, written back."""
+
+    def case(x, s, xs, fs):
+        mine = {1, 2}
+        mine.__init__("ab")
+        s.__init__([9, 8])
+        xs.__init__("xy")
+        fs.__init__([7])
+        return x + len(mine), sorted(mine), fs, outcome(lambda: set().__init__(1, 2))
+
+    check(case, torch.ones(2), {1, 2}, [3], frozenset([4]))
