@@ -569,6 +569,19 @@ class BuiltinSlotVariable(Variable):
     def __init__(self, descriptor, obj: UserObjectVariable):
         self.descriptor, self.obj = descriptor, obj
 
+    def get_attr(self, tx, name):  # `s.add.__name__`, which assertRaises reads
+        if name == "__self__":
+            return self.obj
+        if name in ("__name__", "__doc__"):
+            return ConstantVariable(getattr(self.descriptor, name))
+        if name == "__qualname__":  # a method's is its object's class's (meth_get__qualname__),
+            owner = self.descriptor.__objclass__  # a slot wrapper's its own class's
+            owner = (
+                self.obj.cls if isinstance(self.descriptor, types.MethodDescriptorType) else owner
+            )
+            return ConstantVariable(f"{owner.__qualname__}.{self.descriptor.__name__}")
+        raise Unsupported("unsupported_value", f"attribute {name!r} of the method {self}")
+
     def call(self, tx, args, kwargs):
         name = self.descriptor.__name__
         obj = self.obj

@@ -12,6 +12,7 @@ from ..side_effects import replay_changes
 from ..variables import ConstantVariable, Variable
 from .containers import ContainerVariable, key_of, where
 from .dicts import DictVariable, DictViewVariable, is_checkable_key
+from .sequences import ListVariable, TupleVariable
 
 
 class SetVariable(ContainerVariable):
@@ -188,6 +189,14 @@ def _init(s, tx, iterable=None, /):
         s.combine(tx, "update", [iterable])
 
 
+def _reduce(s, tx, protocol=None, /):
+    """`set.__reduce__` (copy.deepcopy's and pickle's): `(type, (list of the items,), None)`,
+    the items in the set's order, as CPython's set_reduce makes it."""
+    items = ListVariable(s.unpack(tx))
+    kind = tx.wrap(s.set_type, None)
+    return TupleVariable([kind, TupleVariable([items]), ConstantVariable(None)])
+
+
 def _set_pop(s, tx, /):
     s.ordered_keys()  # which item comes first is CPython's order
     key = tx.run_python(s.items.pop)
@@ -211,6 +220,8 @@ SET_METHODS = {
     "pop": _set_pop,
     "clear": lambda s, tx, /: s.items.clear(),
     "__init__": _init,
+    "__reduce__": _reduce,
+    "__reduce_ex__": _reduce,
     "__contains__": lambda s, tx, item, /: ConstantVariable(set_key(item) in s.items),
     "__len__": lambda s, tx, /: ConstantVariable(len(s.items)),
     "__iter__": lambda s, tx, /: s.iterate(tx),

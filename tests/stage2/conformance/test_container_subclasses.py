@@ -177,3 +177,15 @@ def test_random_programs_on_a_set_subclass(start, steps, outside):
         return x + len(s), sorted(s), type(s), seen
 
     check(case, X, Words(start))
+
+
+def test_a_builtin_method_of_an_instance_has_cpythons_names():
+    """A method descriptor bound to an instance is named after the instance's class, a slot
+    wrapper after its own (`W().add.__qualname__` is "Words.add", `__init__`'s "set.__init__")."""
+
+    def case(x):
+        w = Words()
+        names = [getattr(w, n).__qualname__ for n in ("add", "__contains__", "__init__", "union")]
+        return x + 1, names, w.add.__name__, w.add.__self__ is w
+
+    check(case, X)

@@ -1,5 +1,7 @@
 """Sets in the VM follow CPython's Objects/setobject.c: operators, methods, order, iteration."""
 
+import copy
+
 import pytest
 import torch
 
@@ -213,3 +215,14 @@ def test_init_called_again_empties_and_refills():
         return x + len(mine), sorted(mine), fs, outcome(lambda: set().__init__(1, 2))
 
     check(case, torch.ones(2), {1, 2}, [3], frozenset([4]))
+
+
+def test_copies_of_sets_go_through_reduce():
+    """copy.deepcopy has no copier of its own for a set: `set.__reduce_ex__(4)` gives
+    `(set, (items,), None)`, and the copy is made from that."""
+
+    def case(x, s):
+        deep, frozen = copy.deepcopy({1, (2, 3)}), copy.deepcopy(frozenset("ab"))
+        return x + 1, sorted(deep, key=str), type(frozen), sorted(frozen), s.__reduce__()
+
+    check(case, torch.ones(2), {5})
