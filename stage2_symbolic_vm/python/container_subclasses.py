@@ -153,6 +153,10 @@ def contents_of(tx, value):
     return value if contents is None else contents
 
 
+def is_operator(name: str) -> bool:
+    return name in OPERATOR_SLOTS or name in COMPARISONS
+
+
 def call_builtin(tx, name, contents, args, kwargs):
     """The builtin's method `name` of an instance, run on its contents."""
     if name == "__init__":
@@ -160,7 +164,7 @@ def call_builtin(tx, name, contents, args, kwargs):
         return ConstantVariable(None)
     if name == "__iter__":
         return contents.iterate(tx)
-    if name in OPERATOR_SLOTS or name in COMPARISONS:
+    if is_operator(name):
         result = operate(tx, name, contents, *args)
         return ConstantVariable(NotImplemented) if result is NotImplemented else result
     return contents.call_method(tx, name, args, kwargs)

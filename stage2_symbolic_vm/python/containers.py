@@ -159,6 +159,11 @@ class ContainerVariable(Variable):
 
     def call_method(self, tx, name, args, kwargs):
         methods = self.methods()
+        if name not in methods and hasattr(self.python_type(), name) and len(args) == 1:
+            from . import container_subclasses  # it builds on this file
+
+            if container_subclasses.is_operator(name):  # `xs.__iadd__(ys)`, `d.__or__(e)`
+                return container_subclasses.call_builtin(tx, name, self, args, kwargs)
         if name not in methods:
             return super().call_method(tx, name, args, kwargs)
         result = call_method_of(methods, self, tx, name, args, kwargs)

@@ -61,6 +61,9 @@ class IteratorVariable(Variable):
         return super().get_attr(tx, name)
 
     def call_method(self, tx, name, args, kwargs):
+        if name == "__len__":  # `len(reversed(xs))`: an iterator has no length
+            kind = self.python_type().__name__
+            raise ObservedException(TypeError(f"object of type '{kind}' has no len()"))
         if name not in IteratorVariable.PROTOCOL or args or kwargs:
             return super().call_method(tx, name, args, kwargs)
         if name == "__iter__":

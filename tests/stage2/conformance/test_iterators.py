@@ -248,3 +248,10 @@ def test_the_iterator_protocol_called_by_name():
         )
 
     check(case, torch.ones(2), {1, 2, 3}, [4, 5, 6], {"a": 1})
+
+
+def test_an_iterator_has_no_len():
+    def case(x):
+        return x + 1, outcome(len, reversed([1, 2])), outcome(len, iter({1: 2}))
+
+    check(case, torch.ones(2))

@@ -368,3 +368,16 @@ def test_list_and_tuple_refuse_keywords_and_extra_arguments_as_cpython():
         )
 
     check(case, torch.ones(2))
+
+
+def test_operator_slots_called_by_name():
+    """`xs.__iadd__(ys)` is `xs += ys` (xs itself), `d.__or__(e)` is `d | e`, and so on: the
+    operator, through the same rules."""
+
+    def case(x, xs, d):
+        mine = [1]
+        same = mine.__iadd__([2]) is mine
+        d.__ior__({"k": 1})
+        return x + 1, same, mine, {1: 2}.__or__({3: 4}), xs.__add__([9]), xs.__eq__([1]), d
+
+    check(case, torch.ones(2), [1], {"a": 0})
