@@ -23,21 +23,21 @@ from ..variables import (
 from .containers import ContainerVariable, bound_method, is_none, key_of, where
 from .sequences import SequenceVariable, TupleVariable
 
-_NOT_CONSTANT = object()
+NOT_CONSTANT = object()
 
 
-def _constant(var):
+def constant_value(var):
     """The value of `var` if it is a constant, a dict of constants (`constant_copy`), or a list
-    or tuple of them, nested (a config's text); `_NOT_CONSTANT` otherwise."""
+    or tuple of them, nested (a config's text); `NOT_CONSTANT` otherwise."""
     if var.is_python_constant():
         return var.as_python_constant()
     if isinstance(var, DictVariable):
         copy = var.constant_copy()
-        return _NOT_CONSTANT if copy is None else copy
+        return NOT_CONSTANT if copy is None else copy
     if isinstance(var, SequenceVariable) and var.python_type() in (list, tuple):
-        items = [_constant(item) for item in var.items]
-        return _NOT_CONSTANT if _NOT_CONSTANT in items else var.python_type()(items)
-    return _NOT_CONSTANT
+        items = [constant_value(item) for item in var.items]
+        return NOT_CONSTANT if NOT_CONSTANT in items else var.python_type()(items)
+    return NOT_CONSTANT
 
 
 class DictVariable(ContainerVariable):
@@ -71,8 +71,8 @@ class DictVariable(ContainerVariable):
         """A real dict of this class and items when every key and value is a constant, for
         `str(d)` and `repr(d)` (a defaultdict's shows its factory); None otherwise. A dict
         stays no constant of the trace itself: it can change, and its identity matters."""
-        items = {k: _constant(v) for k, v in self.items.items()}
-        if self.key_vars or any(v is _NOT_CONSTANT for v in items.values()):
+        items = {k: constant_value(v) for k, v in self.items.items()}
+        if self.key_vars or any(v is NOT_CONSTANT for v in items.values()):
             return None
         if self.dict_type in (dict, collections.OrderedDict):
             return self.dict_type(items)

@@ -2,6 +2,8 @@
 CPython's errors (Python/bltinmodule.c, Objects/abstract.c; Lib/test/test_builtin.py,
 test_bisect.py's `GetOnly`)."""
 
+import collections
+
 import pytest
 import torch
 
@@ -136,3 +138,35 @@ def test_an_object_that_is_its_own_iterator():
     returns a non-iterator."""
     found = check(iterate_objects, torch.ones(2), Countdown(4))
     assert found[1:] == ([2, 1, 0], 0, "TypeError")
+
+
+class Shown:
+    def __init__(self, v):
+        self.v = v
+
+    def __repr__(self):
+        return f"Shown({self.v})"
+
+
+class Told(Shown):
+    def __str__(self):
+        return "told"
+
+
+class Tags(set):
+    pass
+
+
+def test_str_and_repr_known_while_tracing():
+    """`repr` and `str` of constants and their containers (a set in CPython's order), of an
+    object whose class writes `__repr__` or `__str__` (object's `__str__` asks `__repr__`),
+    and of a container subclass's instance, whose builtin repr names its class."""
+
+    def case(x, d):
+        od = collections.OrderedDict(a=1)
+        od["b"] = [2, (3,)]
+        texts = repr(od), str([1, "a"]), repr({3, 1, 2}), repr(d), str(frozenset({2}))
+        objects = repr(Shown(2)), str(Shown(3)), str(Told(1)), repr(Told(1)), repr(Tags("a"))
+        return x + 1, texts, objects
+
+    check(case, torch.ones(2), {"k": (1, 2.5)})
