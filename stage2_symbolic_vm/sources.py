@@ -230,7 +230,9 @@ class Assumption:
     `ItemSource` key is not in its dict: an instance attribute that would hide
     the class's, or that the code found missing), "module_hooks" (a module
     still has no hooks), and the global state "grad_mode", "inference_mode",
-    "default_dtype", "default_device" and "autocast" (`source` is None for those).
+    "default_dtype", "default_device" and "autocast", and "caller_exception" (the caller
+    handles no exception, which `sys.exc_info()` outside the code's own handlers relied
+    on) (`source` is None for those).
     "alias" relates two sources (`other`): both paths reach one object, which the trace
     gave one Variable. "distinct": the object is none of the others so marked (the trace
     kept them apart: it changed one of two objects of a type, or the code asked `a is b`).
@@ -242,7 +244,7 @@ class Assumption:
 
     KINDS = ("type", "id", "function", "constant", "tensor", "length", "dict_keys", "absent")
     KINDS += ("alias", "distinct", "module_hooks", "grad_mode", "inference_mode")
-    KINDS += ("default_dtype", "default_device", "autocast")
+    KINDS += ("default_dtype", "default_device", "autocast", "caller_exception")
 
     def __post_init__(self):
         if self.kind not in self.KINDS:

@@ -18,6 +18,7 @@ import enum
 import keyword
 import math
 import re
+import sys
 import types
 import weakref
 from collections.abc import Callable
@@ -457,6 +458,15 @@ def default_dtype(source: None, value, names: Names) -> Guard:
     return Guard("DEFAULT_DTYPE", None, _dtype(dtype), (check,), names.objects)
 
 
+def caller_exception(source: None, value, names: Names) -> Guard:
+    """The caller handles no exception: `sys.exc_info()` in the traced code, outside its own
+    `except` blocks, answered None. Guards run in the caller's context, before the frame
+    (as the trace did), where `sys.exc_info()` is the caller's."""
+    code = f"{names(sys)}.exc_info()[1] is None"
+    check = Check(code, "the exception the caller handles", None, f"{names(sys)}.exc_info()[1]")
+    return Guard("CALLER_EXCEPTION", None, "none", (check,), names.objects)
+
+
 GUARD_BUILDERS = {
     "type": type_match,
     "id": id_match,
@@ -474,6 +484,7 @@ GUARD_BUILDERS = {
     "default_dtype": default_dtype,
     "default_device": default_device,
     "autocast": autocast,
+    "caller_exception": caller_exception,
 }
 assert set(GUARD_BUILDERS) == set(Assumption.KINDS), "every assumption kind needs a guard"
 

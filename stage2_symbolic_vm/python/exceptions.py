@@ -5,6 +5,8 @@ that its message, `args` and chaining are CPython's own; the handlers of `raise`
 and `try` are in opcodes/exceptions.py.
 """
 
+import sys
+
 from ..errors import Unsupported
 from ..variables import BoundMethodVariable, ConstantVariable, Variable, is_constant_value
 from .sequences import TupleVariable
@@ -87,21 +89,28 @@ class TracebackVariable(Variable):
         return "the traceback of an exception caught in the trace (the VM has none)"
 
 
-def handled_exception(tx) -> ExceptionVariable:
+def handled_exception(tx) -> Variable:
     """The exception of the innermost `except` block of the traced code; outside any, the one
-    a caller of the traced function handles, if any: unknown here."""
+    the caller of the traced function handles. The trace runs in the caller's context, so
+    that one is `sys.exc_info()` now: where it is None, the answer is None, assumed and
+    guarded (the guards run there too, before each call); another is not modelled."""
     handled = tx.exception_being_handled()
-    if handled is None:
+    if handled is not None:
+        return handled
+    if sys.exc_info()[1] is not None:
         raise Unsupported(
             "unsupported_value",
-            "sys.exc_info() outside any `except` block of the traced code: it answers with the "
-            "exception the caller handles, if any, unknown here",
+            "sys.exc_info() outside any `except` block of the traced code, called while its "
+            "caller handles an exception: that exception is not modelled",
         )
-    return handled
+    tx.trace.assume("caller_exception")
+    return ConstantVariable(None)
 
 
 def exc_info(tx):
     """`sys.exc_info()`: (type, exception, traceback) of the exception being handled."""
     handled = handled_exception(tx)
+    if not isinstance(handled, ExceptionVariable):  # none handled: (None, None, None)
+        return TupleVariable([handled, handled, handled])
     kind = tx.wrap(type(handled.exception), None)
     return TupleVariable([kind, handled, TracebackVariable()])

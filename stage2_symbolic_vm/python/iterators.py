@@ -464,6 +464,9 @@ class GeneratorVariable(IteratorVariable):
                 TypeError("can't send non-None value to a just-started generator")
             )
         self.started = True
+        # CPython links a resumed generator to its resumer: `sys.exception()` inside it sees
+        # the exception its resumer handles (the thread's stack of them), not its creator's
+        self.frame.parent = tx
         return self.resume()
 
     def resume(self):

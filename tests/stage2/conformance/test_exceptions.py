@@ -346,11 +346,17 @@ def test_what_exc_info_cannot_answer_is_a_break_with_its_reason():
             line = sys.exc_info()[2].tb_lineno
         return x + line
 
-    for fn, says in ((outside, "outside any `except` block"), (reads_the_traceback, "tb_lineno")):
-        report = stage4_fx.explain(fn)(torch.ones(2))
-        assert says in str(report.break_reasons[0]), report.break_reasons
+    try:  # outside its handlers, while the caller handles an exception: not modelled
+        raise KeyError("the caller's")
+    except KeyError:
+        report = stage4_fx.explain(outside)(torch.ones(2))
+        assert "caller handles an exception" in str(report.break_reasons[0])
         stage4_fx.reset()
-        assert_same_as_eager(stage4_fx.compile(fn), fn, torch.ones(2))
+        assert_same_as_eager(stage4_fx.compile(outside), outside, torch.ones(2))
+    report = stage4_fx.explain(reads_the_traceback)(torch.ones(2))
+    assert "tb_lineno" in str(report.break_reasons[0]), report.break_reasons
+    stage4_fx.reset()
+    assert_same_as_eager(stage4_fx.compile(reads_the_traceback), reads_the_traceback, torch.ones(2))
 
 
 def test_an_exception_in_a_with_block_of_a_contextmanager():
@@ -404,3 +410,44 @@ def test_throw_into_a_generator():
         return x + first + thrown + next(it), outcome(unhandled.throw, KeyError("k"))
 
     check(case, torch.ones(2))
+
+
+def test_a_resumed_generator_sees_the_exception_its_resumer_handles():
+    """CPython links a resumed generator to its resumer (Lib/test/test_exceptions.py's
+    test_generator_doesnt_retain_old_exc): inside, `sys.exception()` is the exception the
+    resumer handles then, not the one its creator handled."""
+
+    def case(x):
+        seen = []
+
+        def gen():
+            seen.append(type(sys.exception()).__name__)
+            yield
+            seen.append(sys.exception())
+
+        it = gen()
+        try:
+            raise RuntimeError
+        except RuntimeError:
+            next(it)
+        seen.append(outcome(next, it))
+        return x + 1, seen, sys.exc_info()
+
+    check(case, torch.ones(2))
+
+
+def test_outside_its_handlers_the_code_sees_the_callers_exception():
+    """Where the caller handles none, `sys.exc_info()` is (None, None, None), assumed and
+    guarded: called from an `except` block, the frame is traced again and runs eagerly."""
+
+    def fn(x):
+        return x + 1, sys.exc_info()[0], sys.exception()
+
+    compiled = stage4_fx.compile(fn, backend="eager")
+    assert compiled(torch.ones(1))[1:] == (None, None)
+    try:
+        raise KeyError("k")
+    except KeyError:
+        inside = compiled(torch.ones(1))
+    assert inside[1] is KeyError and isinstance(inside[2], KeyError)
+    assert compiled(torch.ones(1))[1:] == (None, None)
