@@ -16,28 +16,17 @@ from hypothesis import strategies as st
 import stage4_fx
 from stage3_guards import counters
 from tests.oracle import assert_same_as_eager
+from tests.stage2.test_numpy import (  # the programs stage 2 traces, now compiled whole
+    numpy_times_two,
+    sum_over_an_axis,
+    transpose_matmul,
+    where_positive,
+)
 
 X = torch.randn(3, 4, generator=torch.Generator().manual_seed(0))
 Y = torch.randn(4, 3, generator=torch.Generator().manual_seed(1))
 A = np.random.default_rng(0).random((3, 4))
 B = np.random.default_rng(1).random((3, 4))
-
-
-def numpy_times_two(x):
-    return x.numpy() * 2
-
-
-def sum_over_an_axis(x):
-    return np.sum(x.numpy(), axis=0)
-
-
-def where(x):
-    a = x.numpy()
-    return np.where(a > 0, a, 0.0)
-
-
-def transpose_matmul(x, y):
-    return x.numpy().T @ y.numpy().T
 
 
 def mean_reshape_astype(a):
@@ -79,7 +68,7 @@ def in_place_on_the_argument(a):
 TYPICAL = [
     (numpy_times_two, (X,)),
     (sum_over_an_axis, (X,)),
-    (where, (X,)),
+    (where_positive, (X,)),
     (transpose_matmul, (X, Y)),
     (mean_reshape_astype, (A,)),
     (exp, (X,)),
