@@ -523,13 +523,13 @@ def contains(tx, item, container) -> bool:
         if item.is_python_constant():
             return tx.run_python(operator.contains, value, item.as_python_constant())
         if isinstance(value, frozenset):
-            return set_key(item) in value
+            return set_key(tx, item) in value
         if not isinstance(value, tuple):
             raise Unsupported("unsupported_value", f"`in` of {item} in {type(value).__name__}")
     if isinstance(container, DictVariable):
         return key_of(item) in container.items
     if isinstance(container, SetVariable):
-        return set_key(item) in container.items
+        return set_key(tx, item) in container.items
     if isinstance(container, DictViewVariable) and container.kind != "values":
         return view_contains(tx, item, container)
     if isinstance(container, UserObjectVariable) and class_lookup(container.cls, "__contains__"):

@@ -92,7 +92,7 @@ class SetVariable(ContainerVariable):
         is kept as its keys in its order, and its kind: CPython grows the set's table ahead
         for another set or a dict (set_update_internal), one item at a time for the rest."""
         if name in ("add", "remove", "discard"):
-            arguments = [(None, set_key(arg)) for arg in args]
+            arguments = [(None, set_key(tx, arg)) for arg in args]
         else:
             iterables = [stand_in(tx, arg)[0] for arg in args]
             arguments = [(REPLAYED_AS.get(type(i), tuple), tuple(i)) for i in iterables]
@@ -164,9 +164,12 @@ def push_key(cg, key, key_vars: dict):
         cg.load_const(key)
 
 
-def set_key(item: Variable):
-    """The key `in`, `remove` and `discard` look for: a set is looked for as a frozenset
-    (CPython's set_contains retries an unhashable set so)."""
+def set_key(tx, item: Variable):
+    """The key `in`, `remove` and `discard` look for: a set (of a subclass too) is looked for
+    as a frozenset (CPython's set_contains retries an unhashable set so)."""
+    contents = item.items_var(tx) if hasattr(item, "items_var") else None  # a subclass's
+    if isinstance(contents, SetVariable):
+        item = contents
     if isinstance(item, SetVariable):
         return frozenset(item.items)
     return key_of(item)
@@ -215,14 +218,14 @@ def combining(name):
 
 SET_METHODS = {
     "add": _add,
-    "remove": lambda s, tx, item, /: tx.run_python(s.items.remove, set_key(item)),
-    "discard": lambda s, tx, item, /: s.items.discard(set_key(item)),
+    "remove": lambda s, tx, item, /: tx.run_python(s.items.remove, set_key(tx, item)),
+    "discard": lambda s, tx, item, /: s.items.discard(set_key(tx, item)),
     "pop": _set_pop,
     "clear": lambda s, tx, /: s.items.clear(),
     "__init__": _init,
     "__reduce__": _reduce,
     "__reduce_ex__": _reduce,
-    "__contains__": lambda s, tx, item, /: ConstantVariable(set_key(item) in s.items),
+    "__contains__": lambda s, tx, item, /: ConstantVariable(set_key(tx, item) in s.items),
     "__len__": lambda s, tx, /: ConstantVariable(len(s.items)),
     "__iter__": lambda s, tx, /: s.iterate(tx),
     **{name: combining(name) for name in COMBINING},

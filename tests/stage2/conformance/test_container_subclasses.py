@@ -189,3 +189,13 @@ def test_a_builtin_method_of_an_instance_has_cpythons_names():
         return x + 1, names, w.add.__name__, w.add.__self__ is w
 
     check(case, X)
+
+
+def test_an_instance_is_looked_up_in_a_set_as_its_frozenset():
+    """CPython's set_contains retries an unhashable set, of a subclass too, as a frozenset."""
+
+    def case(x):
+        s = Words([frozenset("ab")])
+        return x + 1, Words("ab") in s, Frozen("ab") in s, Words("a") in {frozenset("a")}
+
+    check(case, X)
