@@ -1,5 +1,5 @@
 """Instances of Python classes derived from a builtin container: a dict kind, list, set,
-frozenset (torch/_dynamo/variables/user_defined.py keeps such a `_base_vt`).
+frozenset, tuple (torch/_dynamo/variables/user_defined.py keeps such a `_base_vt`).
 
 `class Registry(dict)`, `class Words(set)`, `class Path(list)`: such an object is an
 instance of a user class (its attributes, the methods its class writes in Python) and a
@@ -8,9 +8,11 @@ and the class's own methods, and a Variable of the builtin, its *contents* (a Di
 ListVariable or SetVariable), answers the builtin methods the class inherits (`set.add`,
 `list.append`, `dict.keys`, `set.__and__`), which objects.py's BuiltinSlotVariable reaches.
 
-An instance made in the trace starts empty: `frozenset.__new__` fills a frozenset's from
-its argument, `__init__` (the class's own, or the builtin's) the others'. After the graph,
-`rebuild` makes it as pickle would: the builtin's `__new__`, the attributes, the contents.
+An instance made in the trace starts empty: `frozenset.__new__` and `tuple.__new__` fill
+an immutable one's from its argument, `__init__` (the class's own, or the builtin's) the
+others'. After the graph, `rebuild` makes it as pickle would: the builtin's `__new__`, the
+attributes, the contents. (A tuple subclass's instance from outside is taken for a
+constant, as a tuple is, which no guard checks: a break that says so.)
 
 An instance from outside has its contents read past the class's own methods, as
 `set.copy(obj)` (CPython's set_copy and list_copy make a plain set or list, whatever the
@@ -28,10 +30,11 @@ from ..side_effects import DICT_BASES
 from ..sources import DictItemSource, Source, item_of
 from ..variables import ConstantVariable, LazyVariable
 from .dicts import DictVariable
-from .sequences import ListVariable
+from .sequences import ListVariable, TupleVariable
 from .sets import SetVariable, wrap_set
 
-BASES = (*DICT_BASES, list, set, frozenset)
+BASES = (*DICT_BASES, list, set, frozenset, tuple)
+IMMUTABLE = (frozenset, tuple)  # their contents are made by `__new__`, and never change
 
 # The builtins' own `__new__`: a class that inherits one of them is made in the trace.
 PLAIN_NEW = (object.__new__, *(base.__new__ for base in BASES))
@@ -61,17 +64,20 @@ def container_base(cls):
 def empty_contents(base):
     if base in DICT_BASES:
         return DictVariable({}, dict_type=base)
+    if base is tuple:
+        return TupleVariable([])
     return ListVariable([]) if base is list else SetVariable([], set_type=base)
 
 
-def new_frozenset(tx, args, kwargs):
-    """`frozenset.__new__(cls, iterable)`: a frozenset's contents are fixed when it is made
-    (a subclass may be given keywords, which its `__init__` takes; frozenset ignores them)."""
+def new_immutable(tx, base, args, kwargs):
+    """`frozenset.__new__(cls, iterable)` or `tuple.__new__(cls, iterable)`: the contents
+    are fixed when it is made (a subclass may be given keywords, which its `__init__`
+    takes; the builtin ignores them)."""
     if len(args) > 1:
-        raise ObservedException(
-            TypeError(f"frozenset expected at most 1 argument, got {len(args)}")
-        )
-    return SetVariable(args[0].unpack(tx) if args else [], set_type=frozenset)
+        kind = base.__name__
+        raise ObservedException(TypeError(f"{kind} expected at most 1 argument, got {len(args)}"))
+    items = args[0].unpack(tx) if args else []
+    return TupleVariable(items) if base is tuple else SetVariable(items, set_type=frozenset)
 
 
 def initialise(tx, contents, args, kwargs):
@@ -113,7 +119,7 @@ def rebuild(cls, attrs: dict, contents):
     builtin's methods. `__init__` does not run again, as with pickle."""
     base = container_base(cls)
     new = (base or object).__new__
-    obj = new(cls, contents) if base is frozenset else new(cls)
+    obj = new(cls, contents) if base in IMMUTABLE else new(cls)
     state = getattr(obj, "__dict__", None)
     for name, value in attrs.items():
         if state is not None and not isinstance(getattr(cls, name, None), SLOT):

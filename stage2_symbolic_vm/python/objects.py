@@ -265,8 +265,9 @@ def new_instance(tx, cls_var: UserClassVariable, args, kwargs):
     if getattr(cls, "__abstractmethods__", None):  # object.__new__ refuses, in its own words
         tx.run_python(object.__new__, cls)
     obj = UserObjectVariable(None, cls_var)
-    if container_subclasses.container_base(cls) is frozenset:  # made by frozenset.__new__
-        obj.contents = container_subclasses.new_frozenset(tx, args, kwargs)
+    base = container_subclasses.container_base(cls)
+    if base in container_subclasses.IMMUTABLE:  # made by frozenset.__new__, tuple.__new__
+        obj.contents = container_subclasses.new_immutable(tx, base, args, kwargs)
     init = class_lookup(cls, "__init__")
     if isinstance(init[1], types.FunctionType):
         obj.get_attr(tx, "__init__").call(tx, args, kwargs)

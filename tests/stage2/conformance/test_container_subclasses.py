@@ -199,3 +199,20 @@ def test_an_instance_is_looked_up_in_a_set_as_its_frozenset():
         return x + 1, Words("ab") in s, Frozen("ab") in s, Words("a") in {frozenset("a")}
 
     check(case, X)
+
+
+class Pair(tuple):
+    def first(self):
+        return self[0]
+
+
+def test_a_tuple_subclass_made_in_the_trace():
+    """`tuple.__new__` fixes its contents; `+` and slices give plain tuples, as CPython's."""
+
+    def case(x):
+        p = Pair([1, 2])
+        a, b = p
+        q = p + (3,)
+        return x + p.first() + a + b, p, type(p), q, type(q), p == (1, 2), p[1:], (1, 2) < p
+
+    check(case, X)
