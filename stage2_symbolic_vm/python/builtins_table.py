@@ -62,7 +62,7 @@ from .operator_module import OPERATOR_FUNCTIONS
 from .operators import binary_op, sort_order, unary_op
 from .outside_objects import ObjectVariable
 from .sequences import ListVariable, SequenceVariable, TupleVariable, new_deque
-from .sets import SetVariable, stand_in
+from .sets import SetVariable, as_argument, stand_in
 
 # Builtins that are pure functions of constants: folded when every argument is a constant.
 FOLDABLE = {abs, all, any, bool, chr, complex, divmod, float, int, max, min, ord, pow, round}
@@ -562,7 +562,9 @@ def call_set(set_type):
         if iterable is None:
             return SetVariable([], set_type=set_type)
         keys, key_vars = stand_in(tx, iterable)
-        return SetVariable.of_keys(tx.run_python(set_type, keys), key_vars)
+        argument = as_argument(tx, iterable)  # for the set's recipe (sets.py)
+        made = None if argument is None else ("new", set_type, (argument,))
+        return SetVariable.of_keys(tx.run_python(set_type, keys), key_vars, made)
 
     return make
 

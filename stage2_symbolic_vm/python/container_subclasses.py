@@ -31,7 +31,7 @@ from ..sources import DictItemSource, Source, item_of
 from ..variables import ConstantVariable, LazyVariable
 from .dicts import DictVariable
 from .sequences import ListVariable, TupleVariable
-from .sets import SetVariable, wrap_set
+from .sets import SetVariable, replay_set, replayed, wrap_set
 
 BASES = (*DICT_BASES, list, set, frozenset, tuple)
 IMMUTABLE = (frozenset, tuple)  # their contents are made by `__new__`, and never change
@@ -76,8 +76,11 @@ def new_immutable(tx, base, args, kwargs):
     if len(args) > 1:
         kind = base.__name__
         raise ObservedException(TypeError(f"{kind} expected at most 1 argument, got {len(args)}"))
-    items = args[0].unpack(tx) if args else []
-    return TupleVariable(items) if base is tuple else SetVariable(items, set_type=frozenset)
+    if base is tuple:
+        return TupleVariable(args[0].unpack(tx) if args else [])
+    from .builtins_table import call_set  # it builds on this file
+
+    return call_set(frozenset)(tx, *args)  # frozenset(iterable), with its recipe (sets.py)
 
 
 def initialise(tx, contents, args, kwargs):
@@ -113,13 +116,18 @@ def outside_contents(tx, obj):
     return contents
 
 
-def rebuild(cls, attrs: dict, contents):
+def rebuild(cls, attrs: dict, contents, recipe=None):
     """An instance made in the trace, made again by the new bytecode: the builtin's `__new__`
     (not the class's: the trace ran that), the attributes, then the contents through the
-    builtin's methods. `__init__` does not run again, as with pickle."""
+    builtin's methods. `__init__` does not run again, as with pickle. A set's or frozenset's
+    contents come by their `recipe` (sets.py), so that the instance iterates in eager's
+    order: the calls that made them are made again on the instance itself."""
     base = container_base(cls)
     new = (base or object).__new__
-    obj = new(cls, contents) if base in IMMUTABLE else new(cls)
+    if recipe is not None and base is frozenset:  # frozenset.__new__(cls, iterable), again
+        obj = new(cls, *map(replayed, recipe[0][2]))
+    else:
+        obj = new(cls, contents) if base in IMMUTABLE else new(cls)
     state = getattr(obj, "__dict__", None)
     for name, value in attrs.items():
         if state is not None and not isinstance(getattr(cls, name, None), SLOT):
@@ -131,6 +139,8 @@ def rebuild(cls, attrs: dict, contents):
             base.__setitem__(obj, key, value)
     elif base is list:
         list.extend(obj, contents)
+    elif base is set and recipe is not None:
+        replay_set(recipe, into=obj)
     elif base is set:
         set.update(obj, contents)
     return obj

@@ -550,11 +550,13 @@ class UserObjectVariable(Variable):
         if self.cls_var.source is None:
             raise CannotReconstruct(f"{self}: its class has no source")
         contents = self.contents
+        recipe = getattr(contents, "recipe", None) and contents.snapshot()  # a set's (sets.py)
         cg.call_callable(
             container_subclasses.rebuild,
             lambda: cg.reconstruct(self.cls_var),
             lambda: cg.build_map(self.attrs),
-            lambda: cg.reconstruct(contents) if contents is not None else cg.load_const(None),
+            lambda: cg.load_const(None) if contents is None or recipe else cg.reconstruct(contents),
+            lambda: cg.load_const(recipe),
         )
         cg.keep(self)
 

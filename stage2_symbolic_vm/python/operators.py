@@ -32,7 +32,7 @@ from .containers import FakeIdVariable, is_none, key_of
 from .dicts import DictVariable, DictViewVariable
 from .objects import UserObjectVariable, class_lookup, is_python_class
 from .sequences import ListVariable, SequenceVariable, TupleVariable
-from .sets import SetVariable, set_key, stand_in
+from .sets import SetVariable, made_by, set_key, stand_in
 
 # Operator opcodes as data (byterun and Dynamo do the same): the argrepr names the operator.
 BINARY_OPS = {
@@ -234,9 +234,12 @@ def set_operator(tx, fn, a, b):
         a.key_vars = {k: v for k, v in {**right_vars, **a.key_vars}.items() if k in a.items}
         if a.source is not None:  # `s |= t` is `s.update(t)` to the set's table, & co
             a.record(tx, IN_PLACE_SET_METHODS[fn], [b])
+        a.made_again(tx, IN_PLACE_SET_METHODS[fn], [b])
         a.changed(tx)
         return a
-    return SetVariable.of_keys(result, {**right_vars, **left_vars})
+    name = DUNDERS[OUT_OF_PLACE.get(fn, fn)][0]  # `fs |= t` of a frozenset: `fs | t`
+    made = made_by(tx, a, name, [b]) if isinstance(a, SetVariable) else None
+    return SetVariable.of_keys(result, {**right_vars, **left_vars}, made)
 
 
 def container_op(tx, fn, a, b):

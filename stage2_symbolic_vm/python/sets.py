@@ -29,14 +29,34 @@ class SetVariable(ContainerVariable):
         self.items = set_type(keys)  # inserted in order, as BUILD_SET and set(iterable) insert
         self.source, self.set_type = source, set_type
         self.changes = []  # (method, argument keys) of each change, for `replay`
+        made = ("new", set_type, (("seq", tuple(keys)),) if keys else ())
+        self.recipe = None if source is not None or self.key_vars else (made, [])
 
     @classmethod
-    def of_keys(cls, keys, key_vars: dict) -> "SetVariable":
-        """A set CPython computed from the keys of others (`a | b`, `s.union(t)`)."""
+    def of_keys(cls, keys, key_vars: dict, made=None) -> "SetVariable":
+        """A set CPython computed from the keys of others (`a | b`, `s.union(t)`); `made`
+        says how, for its recipe (None: not known)."""
         result = cls([], set_type=type(keys))
         result.items = keys
         result.key_vars = {k: v for k, v in key_vars.items() if k in keys}
+        result.recipe = None if made is None or result.key_vars else (made, [])
         return result
+
+    def snapshot(self):
+        """The recipe as it stands (a constant: later changes are not in it), or None."""
+        return None if self.recipe is None else (self.recipe[0], tuple(self.recipe[1]))
+
+    def made_again(self, tx, name, args):
+        """Add a change to the recipe of a set made in the trace (it is lost if an argument
+        cannot be given again)."""
+        if self.recipe is None or self.source is not None:
+            return
+        if name in ("add", "remove", "discard"):
+            arguments = tuple(("key", set_key(tx, arg)) for arg in args)
+        else:
+            arguments = tuple(as_argument(tx, arg) for arg in args)
+        valid = None not in arguments and not any(is_variable_key(a) for a in arguments)
+        self.recipe = (self.recipe[0], [*self.recipe[1], (name, arguments)]) if valid else None
 
     def key_var(self, k) -> Variable:
         return self.key_vars.get(k) or ConstantVariable(k)
@@ -85,6 +105,8 @@ class SetVariable(ContainerVariable):
         result = super().call_method(tx, name, args, kwargs)
         if name in self.MUTATING and self.source is not None:  # what `replay` makes again
             self.record(tx, name, args)
+        elif name in self.MUTATING:
+            self.made_again(tx, name, args)
         return result
 
     def record(self, tx, name, args):
@@ -123,17 +145,23 @@ class SetVariable(ContainerVariable):
         method = getattr(self.set_type, name, None)
         if method is None:  # `frozenset.update(fs, ...)`, through the class
             raise ObservedException(AttributeError(f"frozenset has no attribute {name!r}"))
-        others = [stand_in(tx, other) for other in others]
+        given, others = others, [stand_in(tx, other) for other in others]
         key_vars = {k: v for _, kv in reversed(others) for k, v in kv.items()} | self.key_vars
         result = tx.run_python(method, self.items, *(keys for keys, _ in others))
         if result is self.items:  # frozenset.copy() and .union() of nothing: the same object
             return self
         if isinstance(result, (set, frozenset)):
-            return SetVariable.of_keys(result, key_vars)
+            made = made_by(tx, self, name, given)
+            return SetVariable.of_keys(result, key_vars, made)
         self.key_vars = {k: v for k, v in key_vars.items() if k in self.items}  # an update
         return None if result is None else ConstantVariable(result)
 
     def build(self, cg):
+        if self.recipe is not None:  # made again as it was made: CPython's order with it
+            cg.call_callable(replay_set, lambda: cg.load_const(self.snapshot()))
+            if self.set_type is not frozenset:
+                cg.keep(self)
+            return
         items = [self.key_var(k) for k in self.items]
         if self.set_type is frozenset:
             cg.call_callable(frozenset, lambda: cg.build_sequence(items, "BUILD_SET"))
@@ -143,6 +171,71 @@ class SetVariable(ContainerVariable):
 
     def __repr__(self):
         return f"SetVariable({list(self.items)!r})"
+
+
+# --- a set made in the trace, made again (its recipe) -------------------------------------
+# A set iterates in the order of its table, which depends on how it was filled (the order
+# of its adds, the table of a set it was copied from, its removals), not on its items
+# alone: made again from its items in that order, a set of strings iterates otherwise about
+# one time in three. So a set made in the trace keeps its recipe: the call that made it and
+# each change since, with the sets it was made from by their own recipes. The new bytecode
+# makes it by the same calls (`replay_set`), and CPython's table comes out the same. An
+# argument is given again as ("key", k), ("seq", keys: a tuple, iterated), ("dict", keys:
+# dict.fromkeys, which set_update_internal reads as a dict), ("const", a frozenset of the
+# code) or ("set", a recipe).
+
+
+def as_argument(tx, value):
+    """How `value`, an argument of a set's call, is given again; None where it cannot be (a
+    set from outside: its table is the caller's object's, as it was then)."""
+    value = contents_of(tx, value)
+    if isinstance(value, SetVariable):
+        return None if value.source is not None else ("set", value.snapshot())
+    if isinstance(value, ConstantVariable) and isinstance(value.value, frozenset):
+        return ("const", value.value)
+    keys, key_vars = stand_in(tx, value)
+    if key_vars or isinstance(keys, (set, frozenset)):
+        return None
+    return ("dict" if isinstance(keys, dict) else "seq", tuple(keys))
+
+
+def is_variable_key(argument) -> bool:
+    kind, value = argument
+    return (kind == "set" and value is None) or (kind == "key" and hashed_by_id(value))
+
+
+def made_by(tx, left, name: str, others):
+    """The maker of `left.name(*others)`'s new set, or None."""
+    arguments = tuple(as_argument(tx, other) for other in others)
+    if left.recipe is None or left.source is not None or None in arguments:
+        return None
+    if any(is_variable_key(a) for a in arguments):
+        return None
+    return ("method", left.set_type, name, left.snapshot(), arguments)
+
+
+def replay_set(recipe, into=None):
+    """Make a set by its recipe (what the new bytecode calls); `into`: an empty instance of a
+    set's subclass, made to hold it (`set(iterable)` fills a new set as `update` does)."""
+    maker, changes = recipe
+    if into is not None:
+        made = into
+        set.update(made, *map(replayed, maker[2]))
+    elif maker[0] == "new":
+        made = maker[1](*map(replayed, maker[2]))
+    else:
+        _, owner, name, left, arguments = maker
+        made = getattr(owner, name)(replay_set(left), *map(replayed, arguments))
+    for name, arguments in changes:
+        getattr(set, name)(made, *map(replayed, arguments))
+    return made
+
+
+def replayed(argument):
+    kind, value = argument
+    if kind == "set":
+        return replay_set(value)
+    return dict.fromkeys(value) if kind == "dict" else value
 
 
 # What an iterable argument of a set's change is made again as (any other: a tuple).
@@ -164,12 +257,16 @@ def push_key(cg, key, key_vars: dict):
         cg.load_const(key)
 
 
+def contents_of(tx, value):
+    """A set or frozenset subclass's instance as its contents (container_subclasses.py)."""
+    contents = value.items_var(tx) if hasattr(value, "items_var") else None
+    return contents if isinstance(contents, SetVariable) else value
+
+
 def set_key(tx, item: Variable):
     """The key `in`, `remove` and `discard` look for: a set (of a subclass too) is looked for
     as a frozenset (CPython's set_contains retries an unhashable set so)."""
-    contents = item.items_var(tx) if hasattr(item, "items_var") else None  # a subclass's
-    if isinstance(contents, SetVariable):
-        item = contents
+    item = contents_of(tx, item)
     if isinstance(item, SetVariable):
         return frozenset(item.items)
     return key_of(item)
@@ -239,7 +336,9 @@ def stand_in(tx, value: Variable):
     A set is its keys, a dict its real dict of keys, a keys view that dict's own keys view,
     a constant itself; an items view of constant values a real items view; any other iterable
     the list of its items' keys (so `{1} | [2]` still fails as in CPython, and
-    `d.keys() | [2]` works; but an operator on the items of other values would not)."""
+    `d.keys() | [2]` works; but an operator on the items of other values would not). An
+    instance of a set's subclass is its contents: CPython reads its table as a set's."""
+    value = contents_of(tx, value)
     if isinstance(value, SetVariable):
         return value.items, value.key_vars
     if isinstance(value, DictVariable):
