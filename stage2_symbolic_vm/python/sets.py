@@ -116,9 +116,18 @@ class SetVariable(ContainerVariable):
         if name in ("add", "remove", "discard"):
             arguments = [(None, set_key(tx, arg)) for arg in args]
         else:
-            iterables = [stand_in(tx, arg)[0] for arg in args]
-            arguments = [(REPLAYED_AS.get(type(i), tuple), tuple(i)) for i in iterables]
+            arguments = [self.replayed_as(tx, arg) for arg in args]
         self.changes.append((name, arguments, dict(self.key_vars)))
+
+    @staticmethod
+    def replayed_as(tx, arg):
+        """(what makes the argument again, from what): a set made in the trace by its
+        recipe, whose table CPython reads (set_merge); another iterable from its keys."""
+        argument = as_argument(tx, arg)
+        if argument is not None and argument[0] == "set" and argument[1] is not None:
+            return replay_set, argument[1]
+        iterable = stand_in(tx, arg)[0]
+        return REPLAYED_AS.get(type(iterable), tuple), tuple(iterable)
 
     def write_back(self, cg):
         """`replay_changes` of the list of this set's changes (method, arguments): the real set

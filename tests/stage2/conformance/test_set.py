@@ -267,3 +267,24 @@ def test_a_set_made_in_the_trace_iterates_as_eagers_after_the_graph(start, steps
         return x + len(s), s, made
 
     check(case, torch.ones(2), start)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    words=st.lists(st.text("abcdefgh", min_size=1, max_size=2), min_size=1, max_size=7),
+    start=st.sets(st.text("abcdefgh", min_size=1, max_size=2), max_size=4),
+)
+def test_a_set_from_outside_updated_by_a_set_made_in_the_trace(words, start):
+    """The caller's set goes through the same calls after the graph, and a set made in the
+    trace that it is updated with is made again by its recipe: set_merge reads its table."""
+
+    def case(x, s):
+        t = set()
+        for w in words:
+            t.add(w)
+        t.discard(words[0])
+        s |= t
+        s.update(t)
+        return x + len(s)
+
+    check(case, torch.ones(2), set(start))
