@@ -53,8 +53,10 @@ from .itertools_module import ITERTOOLS, ChainIteratorVariable
 from .objects import (
     SLOT_TYPES,
     BuiltinSlotVariable,
+    UserClassVariable,
     UserObjectVariable,
     bare_instance,
+    builtin_new,
     class_lookup,
     is_python_class,
 )
@@ -659,19 +661,33 @@ HANDLERS = {
     sys.exception: handled_exception,  # (3.11) the exception alone
 }
 
+
 # Methods of builtin classes called on the class: `dict.fromkeys(keys)`, by the class that
 # defines them. Each handler is given the class it was called through first (a subclass:
 # `defaultdict.fromkeys` is dict's, and makes a defaultdict).
+def base_new(tx, _base, cls, *args, **kwargs):
+    """A builtin's `__new__` (dict's, set's, tuple's ...) given a class (CLASS_METHODS)."""
+    kind = cls.cls if isinstance(cls, UserClassVariable) else class_of(cls)
+    if issubclass(kind, tuple) and hasattr(kind, "_fields"):
+        items = args[0].unpack(tx) if args else []  # a namedtuple's __new__ and _make
+        return TupleVariable(items, tuple_type=kind)
+    if not isinstance(cls, UserClassVariable):
+        raise Unsupported("unsupported_value", f"__new__ of {cls}, not a class written in Python")
+    return builtin_new(tx, cls, args, kwargs)
+
+
 CLASS_METHODS = {
     (dict, "fromkeys"): fromkeys,
     (collections.OrderedDict, "fromkeys"): fromkeys,
     (itertools.chain, "from_iterable"): lambda tx, cls, its: ChainIteratorVariable(its.unpack(tx)),
     # a namedtuple's __new__ and _make end in `tuple.__new__(cls, iterable)`, a static method
     (object, "__new__"): bare_instance,  # copy.deepcopy's `cls.__new__(cls)`
-    (tuple, "__new__"): lambda tx, _tuple, cls, items=None: TupleVariable(
-        items.unpack(tx) if items is not None else [], tuple_type=class_of(cls)
-    ),
 }
+# `set.__new__(cls)`, `super().__new__(cls, items)` in a `__new__` written in Python: an
+# instance made in the trace (objects.builtin_new); a namedtuple's is a TupleVariable.
+CLASS_METHODS |= {(base, "__new__"): base_new for base in container_subclasses.BASES}
+
+
 # What a builtin class holds that `Class.name(...)` calls: a method (given its object first),
 # a class or static method (`str.maketrans`), or a builtin bound to it (`tuple.__new__`).
 FOLDED_METHOD_TYPES = (types.ClassMethodDescriptorType, staticmethod)

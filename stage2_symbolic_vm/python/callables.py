@@ -17,7 +17,13 @@ from ..errors import ObservedAttributeError, Unsupported
 from ..sources import AttrSource, ImportSource, attr_of, item_of
 from ..variables import UNKNOWN, BoundMethodVariable, ConstantVariable, Variable
 from .dicts import DictVariable
-from .objects import SLOT_TYPES, BuiltinSlotVariable, UserObjectVariable
+from .objects import (
+    SLOT_TYPES,
+    BuiltinSlotVariable,
+    UserClassVariable,
+    UserObjectVariable,
+    class_attribute,
+)
 from .sequences import TupleVariable
 
 
@@ -191,6 +197,8 @@ class SuperVariable(Variable):
         self.cls, self.obj = cls, obj
 
     def get_attr(self, tx, name):
+        if isinstance(self.obj, UserClassVariable):  # in `__new__` or a classmethod
+            return self.class_attr(tx, name)
         mro = self.obj.python_type().__mro__
         cls_var = self.obj.cls_var if isinstance(self.obj, UserObjectVariable) else None
         for index in range(mro.index(self.cls) + 1, len(mro)):
@@ -214,6 +222,36 @@ class SuperVariable(Variable):
                 return BuiltinSlotVariable(attr, self.obj)
             break
         raise Unsupported("unsupported_value", f"super().{name} is not a plain method")
+
+    def class_attr(self, tx, name):
+        """`super(C, cls).name`: found after C in `cls`'s MRO, bound as the class sees it (a
+        static method, `__new__` among them, unbound; a classmethod bound to `cls`); a
+        builtin's `__new__` is its handler (builtins_table.CLASS_METHODS), given `cls`."""
+        from .builtins_table import CLASS_METHODS  # builtins_table.py builds on this file
+
+        mro = self.obj.cls.__mro__
+        for index in range(mro.index(self.cls) + 1, len(mro)):
+            attr = mro[index].__dict__.get(name)
+            if attr is None:
+                continue
+            handler = CLASS_METHODS.get((mro[index], name))
+            if handler is not None:
+                return ClassHandlerVariable(handler, self.obj)
+            if isinstance(attr, (staticmethod, classmethod, types.FunctionType)):
+                return class_attribute(tx, None, self.obj, name, index, attr)  # as Cls.name
+            break
+        raise Unsupported("unsupported_value", f"super().{name} of a class is not modelled")
+
+
+class ClassHandlerVariable(Variable):
+    """A builtin class's method reached through `super()` from a class (`super().__new__`
+    reaching `object.__new__`): its handler, given the class it was reached from."""
+
+    def __init__(self, handler, cls_var):
+        self.handler, self.cls_var = handler, cls_var
+
+    def call(self, tx, args, kwargs):
+        return self.handler(tx, self.cls_var, *args, **kwargs)
 
 
 # --- callables from outside (builder.py's WRAPPERS) ----------------------------------------------

@@ -258,24 +258,43 @@ def new_instance(tx, cls_var: UserClassVariable, args, kwargs):
     new = inspect.getattr_static(cls, "__new__")
     if isinstance(new, staticmethod):
         new = new.__func__
-    if new not in container_subclasses.PLAIN_NEW:
-        raise Unsupported("unsupported_value", f"{cls.__qualname__} has its own __new__")
     if type(cls).__call__ is not type.__call__:
         raise Unsupported("unsupported_value", f"{cls.__qualname__}'s metaclass has a __call__")
+    if isinstance(new, types.FunctionType):  # its own, in Python: CPython's type_call runs it,
+        obj = cls_var.get_attr(tx, "__new__").call(tx, [cls_var, *args], kwargs)
+        if isinstance(obj, UserObjectVariable) and issubclass(obj.cls, cls):  # then __init__
+            initialise_instance(tx, obj, args, kwargs)  # on an instance of the class
+        return obj
+    if new not in container_subclasses.PLAIN_NEW:
+        raise Unsupported("unsupported_value", f"{cls.__qualname__} has its own __new__")
     if getattr(cls, "__abstractmethods__", None):  # object.__new__ refuses, in its own words
         tx.run_python(object.__new__, cls)
+    obj = builtin_new(tx, cls_var, args, kwargs)
+    initialise_instance(tx, obj, args, kwargs)
+    return obj
+
+
+def builtin_new(tx, cls_var, args, kwargs):
+    """`object.__new__(cls)`, `set.__new__(cls)`, `tuple.__new__(cls, items)` ... of a class
+    written in Python: an instance made in the trace, empty but for an immutable builtin's
+    contents, which its `__new__` fixes."""
     obj = UserObjectVariable(None, cls_var)
-    base = container_subclasses.container_base(cls)
+    base = container_subclasses.container_base(cls_var.cls)
     if base in container_subclasses.IMMUTABLE:  # made by frozenset.__new__, tuple.__new__
         obj.contents = container_subclasses.new_immutable(tx, base, args, kwargs)
+    return obj
+
+
+def initialise_instance(tx, obj, args, kwargs):
+    """`type(obj).__init__(obj, *args, **kwargs)`, as type_call runs it after `__new__`."""
+    cls = obj.cls
     init = class_lookup(cls, "__init__")
     if isinstance(init[1], types.FunctionType):
         obj.get_attr(tx, "__init__").call(tx, args, kwargs)
     elif obj.contents is not None:  # the builtin's own __init__
         BuiltinSlotVariable(init[1], obj).call(tx, args, kwargs)
-    elif args or kwargs:
+    elif (args or kwargs) and class_lookup(cls, "__new__")[1] is object.__new__:
         raise ObservedException(TypeError(f"{cls.__qualname__}() takes no arguments"))
-    return obj
 
 
 # What a class defines to shape its own copy or pickle, past object's defaults.

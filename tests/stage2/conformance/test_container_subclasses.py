@@ -216,3 +216,42 @@ def test_a_tuple_subclass_made_in_the_trace():
         return x + p.first() + a + b, p, type(p), q, type(q), p == (1, 2), p[1:], p > (1, 2)
 
     check(case, X)
+
+
+class Tagged:
+    def __new__(cls, v):
+        obj = super().__new__(cls)
+        obj.tag = "made by __new__"
+        return obj
+
+    def __init__(self, v):
+        self.v = v
+
+
+class Twice:
+    def __new__(cls, v):
+        return v * 2  # not an instance of the class: its __init__ does not run
+
+    def __init__(self, v):
+        raise RuntimeError("not called")
+
+
+class Point2(tuple):
+    def __new__(cls, a, b):
+        return super().__new__(cls, (a, b))
+
+
+class Letters(set):
+    def __new__(cls, *args):
+        return super().__new__(cls)  # set.__init__ then fills it from the same arguments
+
+
+def test_a_new_written_in_python():
+    """`Cls(*args)` as CPython's type_call: the class's `__new__` (its `super().__new__`
+    reaching object's or a builtin's), then `__init__` only on an instance of the class."""
+
+    def case(x):
+        t, p, s = Tagged(3), Point2(1, 2), Letters("abc")
+        return x + t.v, t.tag, Twice(4), p, type(p), sorted(s), type(s), outcome(Tagged)
+
+    check(case, X)
