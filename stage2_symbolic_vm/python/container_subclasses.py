@@ -25,7 +25,7 @@ import operator
 import types
 from dataclasses import dataclass
 
-from ..errors import ObservedException
+from ..errors import ObservedException, Unsupported
 from ..side_effects import DICT_BASES
 from ..sources import DictItemSource, Source, item_of
 from ..variables import ConstantVariable, LazyVariable
@@ -103,6 +103,9 @@ def outside_contents(tx, obj):
         items = {k: LazyVariable(v, DictItemSource(source, k)) for k, v in dict.items(value)}
         tx.trace.assume("dict_keys", source)
         return DictVariable(items, source, dict_type=base)
+    if base is tuple:  # one of constants is a constant (variables.is_constant_value)
+        why = f"an instance of {obj.cls.__qualname__}, a tuple's subclass, from outside"
+        raise Unsupported("unsupported_value", why)
     copy = ContentsSource(source, base)
     if base is list:
         tx.trace.assume("length", copy)

@@ -255,3 +255,13 @@ def test_a_new_written_in_python():
         return x + t.v, t.tag, Twice(4), p, type(p), sorted(s), type(s), outcome(Tagged)
 
     check(case, X)
+
+
+def test_a_tuple_subclass_from_outside_holding_a_tensor_is_a_break_with_its_reason():
+    def fn(x, p):
+        return x + p[0]
+
+    compiled = stage4_fx.compile(fn, backend="eager")
+    pair = Pair([torch.ones(2), 2])
+    torch.testing.assert_close(compiled(X, pair), fn(X, pair))
+    assert "a tuple's subclass, from outside" in str(compiled.options.breaks[0])
