@@ -21,9 +21,10 @@ import operator
 import torch
 
 from .dynamic_shapes import shapes
-from .errors import ObservedException, Unsupported
+from .errors import Unsupported
 from .like_eager.devices import result_device
 from .like_eager.in_place import mutated_arguments
+from .like_eager.meta_errors import meta_error
 from .like_eager.no_meta_kernel import on_zeros
 from .performance import meta_cache
 from .python.constants import plain
@@ -175,7 +176,7 @@ def run_on_meta(target, meta_args, meta_kwargs, shown):
         except NotImplementedError as error:  # no meta kernel: data-dependent, or just missing
             return on_zeros(target, meta_args, meta_kwargs, shown, error)
     except (RuntimeError, TypeError, ValueError, IndexError) as error:
-        raise ObservedException(error, shown) from None
+        raise meta_error(error, shown) from None  # the code's, or the meta tensor's
 
 
 def tensors_in_meta(result) -> bool:

@@ -264,6 +264,11 @@ class Shapes:
             fake = self.fake_mode.from_tensor(
                 value, source=torch_source(source), symbolic_context=context
             )
+        # torch gives a 0-d CPU int tensor a symbol for its value (`.item()` of it), for
+        # Dynamo's guards to read; none of ours reads it, so the trace must not use it:
+        # reading a tensor's data stays a break, as `.item()` is (Longformer's
+        # `x.view(n, torch.div(m, 2))` left guards on a symbol with no source)
+        fake.item_memo = None
         marked = set(getattr(value, DYNAMIC_MARK, ()))
         for dim in sorted(dims):  # torch lifts them the same way: `s0` before `L_x_`
             size = fake.size(dim)

@@ -4,5 +4,6 @@ devices.py          the device of each result (meta tensors forget devices), `x.
 in_place.py         the arguments an op changes in place, and the ops a backend must
                     run in program order even when nothing reads their result
 no_meta_kernel.py   ops that torch gives no meta function, run once on zeros
+meta_errors.py      an op's error on meta tensors: the code's, or a read of data they lack
 aliasing.py         outside objects kept apart, and an object held with its `__dict__`
 """

@@ -165,6 +165,7 @@ def test_stop_inside_an_inlined_call_keeps_the_root_state_at_the_call():
         (lambda x: x.item(), "item_call"),
         (lambda x: x.tolist(), "item_call"),
         (lambda x: int(x.sum()), "item_call"),
+        (lambda x: x.view(torch.tensor(3), -1), "item_call"),  # a size that is a tensor's data
         (lambda x: print(x), "untraceable_call"),
         (lambda x: math.sqrt(x), "untraceable_call"),
         (lambda x: x.nonzero(), "dynamic_shape_op"),

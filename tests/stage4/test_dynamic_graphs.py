@@ -268,3 +268,21 @@ def test_size_expressions_stay_symbolic(name):
         assert_same_as_eager(f, program, torch.randn(rows, 3, 4))
     assert stage3_guards.counters.compiled == 2
     assert not f.options.breaks
+
+
+def test_a_size_read_from_a_tensor_is_a_break_also_when_sizes_are_symbols():
+    """`x.view(n, -1)` with `n` a 0-d tensor reads its data (`__index__`). torch gives such an
+    input's FakeTensor a symbol for its value, which no guard here reads: left in, the trace
+    used it and the guards named a symbol with no source (an internal error, on Longformer).
+    Both with and without symbols, it is a break, and the answers are eager's."""
+
+    def fn(x, n):
+        return x.view(n, -1) * 2
+
+    compiled = stage4_fx.compile(fn, backend="eager")
+    for rows, cols in ((4, 6), (2, 10), (6, 4)):
+        x, n = torch.randn(rows, cols), torch.tensor(rows // 2)
+        assert_same_as_eager(compiled, fn, x, n)
+    assert compiled.options.breaks and all(
+        b.kind == "item_call" for b in compiled.options.breaks
+    ), compiled.options.breaks
