@@ -22,10 +22,7 @@ import torch
 
 from .dynamic_shapes import shapes
 from .errors import Unsupported
-from .like_eager.devices import result_device
-from .like_eager.in_place import mutated_arguments
-from .like_eager.meta_errors import meta_error
-from .like_eager.no_meta_kernel import on_zeros
+from .like_eager import devices, in_place, meta_errors, no_meta_kernel, scalar_ops
 from .performance import meta_cache
 from .python.constants import plain
 from .python.dicts import DictVariable, realized
@@ -107,9 +104,9 @@ def record_call(tx, target, args: list, kwargs: dict):
         constants, named = constant_args(args, kwargs)
         return tx.wrap_constant_result(tx.run_python(target, *constants, **named), shown)
     if not tensors and name not in FACTORIES:
-        raise Unsupported("untraceable_call", f"{shown} called without a tensor argument")
+        return scalar_ops.record_scalar_op(tx, target, args, kwargs, shown)  # `torch.div(n, 2)`
     autocast.check(tx)  # torch_api/autocast.py: under autocast, on FakeTensors
-    device = result_device(name, tensors, args, kwargs, shown)  # like_eager/devices.py
+    device = devices.result_device(name, tensors, args, kwargs, shown)  # like_eager/devices.py
     meta_args, meta_kwargs = to_values(list(args), True), to_values(dict(kwargs), True)
     result, written = run(tx, target, name, meta_args, meta_kwargs, tensors, shown)
     if name == "setitem":  # `x[i] = v` returns None; what it produces is the changed `x`
@@ -126,7 +123,7 @@ def record_call(tx, target, args: list, kwargs: dict):
     same = next((v for v in tensors if v.meta is result), None)
     # What the op writes: by its name and arguments (like_eager/in_place.py), and by the meta
     # run itself (an op that writes in place bumps its tensor's version counter).
-    changes = mutated_arguments(target, name, args, kwargs) or written
+    changes = in_place.mutated_arguments(target, name, args, kwargs) or written
     for changed in changes:  # an input changed in place must not be another input next time
         tx.side_effects.note_change(changed)
     if same is not None and not changes:
@@ -174,9 +171,9 @@ def run_on_meta(target, meta_args, meta_kwargs, shown):
         try:
             return meta_cache.call(target, meta_args, meta_kwargs)
         except NotImplementedError as error:  # no meta kernel: data-dependent, or just missing
-            return on_zeros(target, meta_args, meta_kwargs, shown, error)
+            return no_meta_kernel.on_zeros(target, meta_args, meta_kwargs, shown, error)
     except (RuntimeError, TypeError, ValueError, IndexError) as error:
-        raise meta_error(error, shown) from None  # the code's, or the meta tensor's
+        raise meta_errors.meta_error(error, shown) from None  # the code's, or the meta tensor's
 
 
 def tensors_in_meta(result) -> bool:

@@ -286,3 +286,24 @@ def test_a_size_read_from_a_tensor_is_a_break_also_when_sizes_are_symbols():
     assert compiled.options.breaks and all(
         b.kind == "item_call" for b in compiled.options.breaks
     ), compiled.options.breaks
+
+
+def test_a_torch_op_of_numbers_makes_a_tensor_in_the_graph():
+    """`torch.div(n, 4, rounding_mode="trunc")` of ints (Longformer's chunk count) makes a
+    0-d tensor, as eager does: recorded, with `n` a symbol once it changes; a function of
+    numbers that is not a pointwise op (`torch.manual_seed`) is still a break."""
+
+    def fn(x, n):
+        chunks = torch.div(n, 4, rounding_mode="trunc") - 1
+        return x * chunks + torch.exp(torch.div(3.0, 2))
+
+    compiled = stage4_fx.compile(fn, backend=compile_fx, fullgraph=True)
+    for n in (10, 13, 21):
+        assert_same_as_eager(compiled, fn, torch.ones(3), n)
+
+    def seeds(x):
+        torch.manual_seed(0)
+        return x + 1
+
+    report = stage4_fx.explain(seeds)(torch.ones(2))
+    assert report.graph_break_count == 1
