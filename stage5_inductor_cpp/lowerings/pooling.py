@@ -11,11 +11,14 @@ The output's size (with `ceil_mode`) and the errors of bad arguments are torch's
 the op runs on a meta tensor first.
 """
 
+import operator
+
 import torch
 import torch.nn.functional as F
 
-from ..ir import Pointwise, Reduction, ops
+from ..ir import Index, Pointwise, Reduction, ops
 from ..lowering import Fallback, loader_for, register, upcast
+from ..symbolic.sizes import as_sizes, as_symints, decide, is_symbolic
 
 
 def _pair(value):
@@ -23,9 +26,10 @@ def _pair(value):
 
 
 def _output_ranges(fn, x, *args) -> tuple[int, ...]:
-    """Eager's output size, from the op on a meta tensor (which raises eager's error)."""
-    meta = torch.empty(x.ranges, dtype=x.dtype, device="meta")
-    return tuple(fn(meta, *args).shape)
+    """Eager's output size, from the op on a meta tensor (which raises eager's error); with
+    symbolic sizes, the ShapeEnv's (`(s0 - 1)//2 + 1`, a computed size: symbolic/computed.py)."""
+    meta = torch.empty(as_symints(x.ranges), dtype=x.dtype, device="meta")
+    return as_sizes(fn(meta, *args).shape)
 
 
 def _window(graph, x, ranges, kernel, stride, padding, dilation, padded_with):
@@ -42,7 +46,9 @@ def _window(graph, x, ranges, kernel, stride, padding, dilation, padded_with):
         (o - 1) * s + (k - 1) * d  # the last input element a window reaches
         for o, s, k, d in zip(ranges[-2:], stride, kernel, dilation, strict=True)
     ]
-    inside_always = padding == (0, 0) and all(r < n for r, n in zip(last, sizes, strict=True))
+    inside_always = padding == (0, 0) and all(
+        decide(operator.lt, r, n) for r, n in zip(last, sizes, strict=True)
+    )
 
     def inner_fn(idx, ridx):
         source = [
@@ -54,8 +60,8 @@ def _window(graph, x, ranges, kernel, stride, padding, dilation, padded_with):
         inside = None
         for i, n in zip(source, sizes, strict=True):
             position = ops.index_expr(i, torch.int64)
-            low = ops.ge(position, ops.constant(0, torch.int64))
-            both = ops.logical_and(low, ops.lt(position, ops.constant(n, torch.int64)))
+            low = ops.ge(position, _int(0))
+            both = ops.logical_and(low, ops.lt(position, _int(n)))
             inside = both if inside is None else ops.logical_and(inside, both)
         return ops.masked(inside, lambda: load([*idx[:-2], *source]), padded_with)
 
@@ -96,6 +102,11 @@ def avg_pool2d(
     args = (kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
     ranges = _output_ranges(F.avg_pool2d, x, *args)
     kernel, stride, padding, _ = _arguments(kernel_size, stride, padding)
+    return _average(graph, out, x, ranges, kernel, stride, padding, count_include_pad,
+                    divisor_override)  # fmt: skip
+
+
+def _average(graph, out, x, ranges, kernel, stride, padding, count_include_pad, divisor_override):
     acc = upcast(x.dtype)
     window = _window(graph, x, ranges, kernel, stride, padding, (1, 1), 0.0)
     total = graph.add_buffer(Reduction(acc, ranges, kernel, "sum", window, acc)).loader()
@@ -115,14 +126,18 @@ def avg_pool2d(
     return Pointwise(out.dtype, ranges, inner_fn)
 
 
+def _int(value):
+    """An int64 value: a literal, or a size that is a symbol (the kernel's argument)."""
+    if is_symbolic(value):
+        return ops.index_expr(Index.const(value), torch.int64)
+    return ops.constant(value, torch.int64)
+
+
 def _window_count(o, size, kernel, stride, padding, count_padding):
     """How many elements of one dim torch divides by (aten/src/ATen/native/cpu/AvgPoolKernel.cpp):
     the window cut at the padding's end, or also at the input's when the padding does not
     count."""
-
-    def c(value):
-        return ops.constant(value, torch.int64)
-
+    c = _int
     start = ops.index_expr(o * stride + -padding, torch.int64)
     end = ops.minimum(ops.add(start, c(kernel)), c(size + padding))
     if count_padding:
@@ -133,10 +148,16 @@ def _window_count(o, size, kernel, stride, padding, count_padding):
 @register("adaptive_avg_pool2d", same_dtype=True)
 def adaptive_avg_pool2d(graph, out, x, output_size):
     """Output `i` averages input `floor(i*n/o)` to `ceil((i+1)*n/o)`: when `o` divides `n`,
-    windows of `n/o` at a stride of `n/o`, an `avg_pool2d` (and for `(1, 1)` a mean)."""
+    windows of `n/o` at a stride of `n/o`, an `avg_pool2d` (and for `(1, 1)` a mean). With
+    symbolic sizes, only `o == 1` is known to divide them all: a window of the whole input
+    (a ResNet's head) for every size; other outputs call torch."""
+    if not x.dtype.is_floating_point:
+        raise Fallback("adaptive_avg_pool2d of integers: torch")
     ranges = _output_ranges(F.adaptive_avg_pool2d, x, output_size)
     sizes, outputs = x.ranges[-2:], ranges[-2:]
+    if any(is_symbolic(n) and o != 1 for n, o in zip(sizes, outputs, strict=True)):
+        raise Fallback(f"adaptive_avg_pool2d of {list(sizes)} to {list(outputs)}: symbolic")
     if 0 in outputs or any(n % o for n, o in zip(sizes, outputs, strict=True)):
         raise Fallback(f"adaptive_avg_pool2d of {list(sizes)} to {list(outputs)}: windows differ")
-    kernel = tuple(n // o for n, o in zip(sizes, outputs, strict=True))
-    return avg_pool2d(graph, out, x, kernel, kernel)
+    kernel = tuple(n if o == 1 else n // o for n, o in zip(sizes, outputs, strict=True))
+    return _average(graph, out, x, ranges, kernel, kernel, (0, 0), True, None)

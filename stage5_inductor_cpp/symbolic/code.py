@@ -14,7 +14,15 @@ from stage1_eval_frame.logs import get_logger
 from stage3_guards import config
 
 from ..robustness.lowering_bugs import LoweringError
-from .sizes import SymbolicUnsupported, as_size, is_symbolic, sizes_text, symbols_of
+from .sizes import (
+    SymbolicUnsupported,
+    as_size,
+    computed_sizes,
+    free_symbols,
+    is_symbolic,
+    sizes_text,
+    symbols_of,
+)
 
 recompile_log = get_logger("recompiles")
 
@@ -51,16 +59,22 @@ def compile_symbolic(compiled, gm: torch.fx.GraphModule, example_inputs):
 
 def symbol_sources(graph) -> dict[str, str]:
     """Where the wrapper reads each symbol: from an int argument (`_scalar0`), else from a
-    size of a tensor argument (`arg1.size(0)`)."""
+    size of a tensor argument (`arg1.size(0)`); then how it computes each computed size
+    from them (`ps0 = (s0 - 1)//2`: computed.py)."""
+    computed = computed_sizes()
+    sources = {} if computed is None else computed.sources()
     found = {}
     for i, (buffer, example) in enumerate(zip(graph.inputs, graph.example_inputs, strict=True)):
         if buffer is None and is_symbolic(size := as_size(example)) and size.is_Symbol:
             found.setdefault(size.name, f"_scalar{i}")
     for buffer in filter(None, graph.inputs):
         for d, size in enumerate(buffer.layout.size):
-            if is_symbolic(size) and size.is_Symbol:
+            if is_symbolic(size) and size.is_Symbol and size.name not in sources:
                 found.setdefault(size.name, f"{buffer.name}.size({d})")
-    return found
+    for name, definition in computed.definitions.items() if sources else ():
+        if unread := free_symbols(definition) - found.keys():
+            raise SymbolicUnsupported(f"no argument holds {sorted(unread)}, which {name} needs")
+    return found | sources
 
 
 def fits_source(graph, arguments: list[str]) -> str:

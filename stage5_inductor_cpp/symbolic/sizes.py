@@ -14,7 +14,9 @@ Three things change where sizes are symbols:
     inductor's `evaluate_expr` does: the frame's guards are built after the backend
     runs, so they include it;
   * a kernel takes its symbols as arguments, and `text` prints its sizes (C++, Python
-    and Triton share the syntax of sums and products);
+    and Triton share the syntax of sums and products); a floor division or a modulo
+    of symbols (a convolution's output size) is a computed size of its own, a symbol
+    `ps0` that the wrapper computes and passes (computed.py);
   * heuristics (is this loop long enough to parallelise?) read the call's values
     (`hint`), which changes only speed, never the result.
 """
@@ -38,6 +40,7 @@ class SymbolicUnsupported(Exception):
 
 class _Current(threading.local):
     shape_env = None  # the ShapeEnv of the graph being lowered (None: all sizes are ints)
+    computed = None  # its computed sizes (computed.py's `ComputedSizes`)
 
 
 _current = _Current()
@@ -46,11 +49,24 @@ _current = _Current()
 @contextlib.contextmanager
 def symbols_of(shape_env):
     """Lower a graph whose sizes are symbols of `shape_env` (decisions guard there)."""
-    previous, _current.shape_env = _current.shape_env, shape_env
+    from .computed import ComputedSizes
+
+    previous = _current.shape_env, _current.computed
+    _current.shape_env, _current.computed = shape_env, ComputedSizes()
     try:
         yield
     finally:
-        _current.shape_env = previous
+        _current.shape_env, _current.computed = previous
+
+
+def computed_sizes():
+    """The computed sizes of the graph being lowered (computed.py), or None."""
+    return _current.computed
+
+
+def _expanded(value):
+    """A size in the ShapeEnv's terms: computed sizes (`ps0`) replaced by their definitions."""
+    return value if _current.computed is None else _current.computed.expanded(value)
 
 
 @contextlib.contextmanager
@@ -72,12 +88,15 @@ def fake_mode_of(example_inputs):
 
 def as_size(value):
     """An int as it is; a SymInt as its expression, in the form the ShapeEnv settled on
-    (two sizes the trace found equal are the same symbol)."""
+    (two sizes the trace found equal are the same symbol), its floor divisions and the
+    like named as computed sizes (`ps0 + 1`: computed.py)."""
     if not isinstance(value, torch.SymInt):
         return value
     node = value.node
     expr = node.shape_env.replace(node.expr) if node.shape_env is not None else node.expr
-    return int(expr) if expr.is_Integer else expr
+    if expr.is_Integer:
+        return int(expr)
+    return expr if _current.computed is None else _current.computed.named(expr)
 
 
 def as_sizes(values) -> tuple:
@@ -92,7 +111,7 @@ def as_symint(value):
     env = _current.shape_env
     if env is None:
         raise SymbolicUnsupported(f"no ShapeEnv for the size {value}")
-    return env.create_symintnode(value, hint=hint(value))
+    return env.create_symintnode(_expanded(value), hint=hint(value))
 
 
 def as_symints(values) -> tuple:
@@ -137,7 +156,9 @@ def decide(compare, a, b) -> bool:
         return bool(relation)
     if _current.shape_env is None:
         raise SymbolicUnsupported(f"{relation} needs a guard and no ShapeEnv is active")
-    return bool(_current.shape_env.evaluate_expr(relation))
+    # the ShapeEnv knows the ranges of its symbols (`(s0 - 1)//2 >= 0` needs no guard)
+    # and guards the rest in its own terms: computed sizes are expanded first
+    return bool(_current.shape_env.evaluate_expr(_expanded(relation)))
 
 
 def same(a, b) -> bool:
@@ -157,12 +178,13 @@ def maximum(a, b):
 
 def floordiv(a, b):
     """`a // b` of sizes, written as torch writes it (`FloorDiv`), so that our sizes and the
-    meta functions' compare equal."""
+    meta functions' compare equal; a computed size of its own (computed.py)."""
     if not (is_symbolic(a) or is_symbolic(b)):
         return a // b
     from torch.utils._sympy.functions import FloorDiv
 
-    return FloorDiv(a, b)
+    quotient = FloorDiv(_expanded(a), _expanded(b))
+    return quotient if _current.computed is None else _current.computed.named(quotient)
 
 
 def slice_indices(item: slice, size) -> tuple:
@@ -189,7 +211,7 @@ def hint(value) -> int:
     env = _current.shape_env
     # each symbol's value at the trace (torch 2.13 renamed the table; 2.11 has the old name)
     values = env.backed_var_to_val if hasattr(env, "backed_var_to_val") else env.var_to_val
-    value = value.xreplace(values)
+    value = _expanded(value).xreplace(values)
     if not value.is_Integer:
         raise SymbolicUnsupported(f"no value for a symbol of {value}")
     return int(value)
@@ -197,7 +219,8 @@ def hint(value) -> int:
 
 def text(value) -> str:
     """A size as source text, the same in C++, Python and Triton: ints, symbols, sums and
-    products (`8*s17 + 3`). Floor division and the rest are not written in kernels."""
+    products (`8*s17 + 3`). Floor division and the rest are not written in kernels: they
+    are computed sizes, symbols here (computed.py)."""
     if not is_symbolic(value):
         return str(int(value))
     import sympy

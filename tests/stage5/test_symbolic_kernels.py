@@ -116,17 +116,18 @@ def test_a_decision_on_a_symbol_is_guarded():
 
 
 def test_sizes_a_kernel_cannot_take_compile_per_size_and_say_why(caplog):
-    """`x[::2]` has `(s + 1) // 2` rows: floor division is not written into kernels, so
-    each size gets its own specialisation, and the log says so."""
+    """Scaling by 1.5 gives `TruncToInt(1.5*ToFloat(s))` rows, a size computed in floats
+    that our kernels do not take (floor division they do: test_computed_sizes.py), so each
+    size gets its own specialisation, and the log says so."""
 
-    def every_other(x):
-        return x[::2] + 1
+    def upsampled(x):
+        return F.interpolate(x, scale_factor=1.5) + 1
 
     backend = KeepGraphs()
-    compiled = stage4_fx.compile(every_other, backend=backend)
+    compiled = stage4_fx.compile(upsampled, backend=backend)
     with caplog.at_level(logging.INFO, logger="minidynamo.recompiles"):
         for rows in (4, 5, 6, 7):
-            assert_same_as_eager(compiled, every_other, torch.randn(rows, 3))
+            assert_same_as_eager(compiled, upsampled, torch.randn(1, 2, rows, 3))
     graph = backend.graphs[1]
     assert graph.symbolic is None
     assert "one specialisation per size" in graph.per_size_reason

@@ -1,0 +1,111 @@
+"""Computed sizes: floor division, modulo, min and max of symbols, as kernel arguments.
+
+A convolution's output is `(s0 - 1)//2 + 1` rows tall, `x[::2]` keeps `(s0 + 1)//2` of
+`s0`: torch's ShapeEnv writes such sizes with its own sympy functions (`FloorDiv`,
+`ModularIndexing`, `PythonMod`, `Max`: torch/utils/_sympy/functions.py). Our kernels
+print only sums and products of symbols (sizes.py's `text`), so each such term becomes a
+size of its own, a new symbol (`ps0`, inductor's name for a precomputed size), as it
+enters the lowering (sizes.py's `as_size`). The IR then holds only polynomials: loop
+ranges `ps0 + 1`, strides `2*ps0 + 2`, index coefficients. The wrapper computes each
+`ps` from the symbols once a call, in Python (`ps0 = (s0 - 1)//2`), and passes it to the
+kernels as it passes `s0` (symbolic/code.py). Inductor does the same for the sizes a
+Triton kernel needs (`ps0` in torch/_inductor/codegen/triton.py, from sizevars'
+`precomputed_replacements`); its C++ kernels print `c10::div_floor_integer` instead.
+
+Why this is safe: Python's `//` and `%` are torch's `FloorDiv` and `PythonMod` exactly,
+for every sign, so the wrapper's value is the ShapeEnv's; no kernel language writes a
+division of sizes at all (C++'s `/` truncates towards zero, which differs for negative
+numbers, and C++ reads `//` as a comment). A decision about a computed size is taken on
+its definition (sizes.py's `decide` expands it first), so the ShapeEnv guards it in its
+own terms, and stage 3 prints that guard with Python's `//` too.
+"""
+
+import sympy
+from torch.utils._sympy import functions as F
+
+# sympy function -> Python source of an application, from its arguments' source.
+# ModularIndexing and torch's Mod name C's `%`, which is Python's for the non-negative
+# operands torch builds them from (indices and sizes); PythonMod and sympy's Mod are
+# Python's own. Identity only stops sympy from simplifying.
+PYTHON = {
+    F.FloorDiv: lambda a, b: f"{a}//{b}",
+    F.CleanDiv: lambda a, b: f"{a}//{b}",
+    F.ModularIndexing: lambda a, b, c: f"({a}//{b}) % {c}",
+    F.PythonMod: lambda a, b: f"{a} % {b}",
+    F.Mod: lambda a, b: f"{a} % {b}",
+    sympy.Mod: lambda a, b: f"{a} % {b}",
+    F.Max: lambda *args: f"max({', '.join(args)})",
+    F.Min: lambda *args: f"min({', '.join(args)})",
+    sympy.Max: lambda *args: f"max({', '.join(args)})",
+    sympy.Min: lambda *args: f"min({', '.join(args)})",
+    F.PowByNatural: lambda a, b: f"{a}**{b}",
+    F.Identity: lambda a: a,
+}
+
+
+def is_polynomial(expr) -> bool:
+    """Whether `expr` is a sum of products of symbols and integers (kernels print these)."""
+    if expr.is_Integer or expr.is_Symbol:
+        return True
+    if expr.is_Add or expr.is_Mul:
+        return all(map(is_polynomial, expr.args))
+    return bool(expr.is_Pow and expr.exp.is_Integer and expr.exp > 0 and is_polynomial(expr.base))
+
+
+class ComputedSizes:
+    """The computed sizes of one graph: `ps0` <-> `(s0 - 1)//2`, named in order of first use."""
+
+    def __init__(self):
+        self.definitions: dict[sympy.Symbol, sympy.Expr] = {}  # ps0 -> FloorDiv(s0 - 1, 2)
+        self.names: dict[sympy.Expr, sympy.Symbol] = {}  # and back
+
+    def named(self, expr):
+        """`expr` with each term that is not a sum of products replaced by its symbol."""
+        if not isinstance(expr, sympy.Expr) or is_polynomial(expr):
+            return expr
+        if expr.is_Add or expr.is_Mul or expr.is_Pow:
+            return expr.func(*map(self.named, expr.args))
+        expr = self.expanded(expr)  # `FloorDiv(ps0 + 1, 2)` is named by what it computes
+        if expr not in self.names:
+            python_text(expr)  # one that Python cannot spell raises SymbolicUnsupported
+            symbol = sympy.Symbol(f"ps{len(self.names)}", integer=True)
+            self.names[expr], self.definitions[symbol] = symbol, expr
+        return self.names[expr]
+
+    def expanded(self, expr):
+        """`expr` in the ShapeEnv's terms again: each computed size replaced by its definition
+        (to ask the ShapeEnv about it, or to evaluate it)."""
+        if not isinstance(expr, sympy.Basic) or not self.definitions:
+            return expr
+        return expr.xreplace(self.definitions)
+
+    def sources(self) -> dict[str, str]:
+        """Each computed size's name -> its Python source, in the order they were named."""
+        return {symbol.name: python_text(expr) for symbol, expr in self.definitions.items()}
+
+
+def python_text(expr) -> str:
+    """`expr` as Python source: `(s0 - 1)//2`, `max(0, s0 - 3)`."""
+    from .sizes import SymbolicUnsupported, text  # sums and products print as in kernels
+
+    if is_polynomial(expr):
+        return text(expr)
+    if expr.is_Add:
+        return " + ".join(python_text(a) for a in expr.args)
+    if expr.is_Mul:
+        return "*".join(map(_operand, expr.args))
+    if expr.is_Pow and expr.exp.is_Integer and expr.exp > 0:
+        return f"{_operand(expr.base)}**{expr.exp}"
+    if type(expr) not in PYTHON:
+        raise SymbolicUnsupported(f"the size {expr} has no Python spelling here")
+    return f"({PYTHON[type(expr)](*map(_operand, expr.args))})"
+
+
+def _operand(expr) -> str:
+    """`expr` as an operand of `*`, `//` or `%`: an application is in parentheses already."""
+    from .sizes import operand
+
+    if is_polynomial(expr):
+        return operand(expr)
+    written = python_text(expr)
+    return written if type(expr) in PYTHON else f"({written})"
