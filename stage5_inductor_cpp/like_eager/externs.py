@@ -21,7 +21,7 @@ from ..ir import BufferView, ExternKernel, Layout, Pointwise
 from ..lowering import EagerOnly, reindex
 from ..performance import channels_last
 from ..performance.linear import into_planned_memory
-from ..symbolic.sizes import as_sizes, as_symints
+from ..symbolic.sizes import as_sizes, as_symint, as_symints, is_symbolic
 from .meta_run import device_strides, on_meta_device, storage_id, tensors_in
 
 
@@ -58,6 +58,8 @@ def to_meta(value):
         return torch.empty_strided(size, stride, dtype=value.layout.dtype, device="meta")
     if isinstance(value, ExternValue):
         return value.meta
+    if is_symbolic(value):  # a size argument (`interpolate(x, size=(ps0, ps1))`): a SymInt
+        return as_symint(value)
     return value
 
 

@@ -58,6 +58,21 @@ class ComputedSizes:
     def __init__(self):
         self.definitions: dict[sympy.Symbol, sympy.Expr] = {}  # ps0 -> FloorDiv(s0 - 1, 2)
         self.names: dict[sympy.Expr, sympy.Symbol] = {}  # and back
+        self.sizes: dict[sympy.Expr, object] = {}  # a ShapeEnv's size -> ours (`size`)
+
+    def size(self, expr, shape_env, value: int):
+        """A size of the ShapeEnv (`(s0 - 5)//2 + 1`, whose value now is `value`) as ours:
+        the int where the ShapeEnv knows it is one, else with its terms named (`ps0 + 1`).
+
+        The trace may have fixed a computed size: a pooling whose output is 1 wide guards
+        `(s0 - 5)//2 + 1 == 1` (torch keeps sizes 1 static), and eager's tensors then say 1.
+        The ShapeEnv's `replace` does not apply such a guard; asking it whether the size
+        equals its value, without adding a guard, does (inductor's sizevars asks the same
+        private `_maybe_evaluate_static`)."""
+        if expr not in self.sizes:
+            known = shape_env._maybe_evaluate_static(sympy.Eq(expr, value))
+            self.sizes[expr] = value if known == sympy.true else self.named(expr)
+        return self.sizes[expr]
 
     def named(self, expr):
         """`expr` with each term that is not a sum of products replaced by its symbol."""

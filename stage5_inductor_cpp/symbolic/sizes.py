@@ -96,7 +96,11 @@ def as_size(value):
     expr = node.shape_env.replace(node.expr) if node.shape_env is not None else node.expr
     if expr.is_Integer:
         return int(expr)
-    return expr if _current.computed is None else _current.computed.named(expr)
+    from .computed import is_polynomial
+
+    if _current.computed is None or is_polynomial(expr) or node.shape_env is None:
+        return expr
+    return _current.computed.size(expr, node.shape_env, hint(expr))
 
 
 def as_sizes(values) -> tuple:

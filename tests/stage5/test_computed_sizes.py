@@ -126,6 +126,40 @@ def test_a_guard_on_a_floor_division_sends_smaller_sizes_elsewhere():
     assert any("// 2" in code for codes_ in codes for code in codes_), codes
 
 
+def patches_plus_positions(x):
+    """A ViT's position embeddings resized to its patch grid (`interpolate_pos_encoding`)."""
+    positions = torch.linspace(0, 1, 16).view(1, 1, 4, 4)
+    grid = (x.shape[-2] // 4, x.shape[-1] // 4)
+    patches = F.avg_pool2d(x, 4)
+    return patches + F.interpolate(positions, size=grid, mode="bicubic", align_corners=False)
+
+
+def test_an_extern_takes_a_computed_size_as_an_argument():
+    backend = KeepGraphs()
+    compiled = stage4_fx.compile(patches_plus_positions, backend=backend)
+    for side in (16, 20, 24, 36):
+        assert_same_as_eager(compiled, patches_plus_positions, torch.randn(1, 1, side, side))
+    assert len(backend.graphs) == 2
+    code = backend.graphs[1].symbolic
+    assert code is not None, backend.graphs[1].per_size_reason
+    assert "upsample_bicubic2d" in code.extern_names or "interpolate" in code.extern_names
+
+
+def pooled(x):
+    return F.max_pool2d(x, 5, 2) + 1
+
+
+def test_a_computed_size_the_trace_fixed_to_one_is_one():
+    """Rows 5 and 6 pool to one row: the trace guarded `(s0 - 5)//2 + 1 == 1` (size 1 is
+    static, as in torch), and the lowering asks the ShapeEnv, so its output is 1 row too,
+    as eager's; 4 rows raise eager's error."""
+    backend = KeepGraphs()
+    compiled = stage4_fx.compile(pooled, backend=backend)
+    for side in (9, 10, 13, 5, 6, 4):
+        assert_same_as_eager(compiled, pooled, torch.randn(1, 2, side, side))
+    assert [g.symbolic is not None for g in backend.graphs] == [False, True, True]
+
+
 class ConvPoolNet(nn.Module):
     """A ResNet's shape in miniature: a stride-2 convolution, a max pool, a strided slice,
     an adaptive average pool and a linear head."""
