@@ -18,7 +18,9 @@ A second table (`--dynamic`) runs each case through the frontend twice: with
 `dynamic=False` (kernels for these sizes) and `dynamic=True` (every size a symbol:
 kernels that take the sizes as arguments, stage5_inductor_cpp/symbolic/sizes.py), with
 torch.compile's `dynamic=True` beside them. Target: the symbolic kernels within
-1.10x of the static ones.
+1.10x of the static ones. Its last cases have sizes that are floor divisions of the
+symbols (`x[::2]`'s `(s0 + 1)//2` rows, a pooling's `(s0 - 1)//2 + 1`): kernels that take
+those computed sizes as arguments (stage5_inductor_cpp/symbolic/computed.py).
 """
 
 import argparse
@@ -26,6 +28,7 @@ import statistics
 import time
 
 import torch
+import torch.nn.functional as F
 
 import stage4_fx
 import stage5_inductor_cpp
@@ -55,6 +58,33 @@ def cases(quick: bool):
         (f"(a+b)*2-a 2^{power}", add_mul, [r(n), r(n)]),
         *[(name, fn, list(args)) for name, fn, args, _ in row_cases(rows, cols, r)],
         ("mlp 512x1024x1024", mlp, [r(512, 1024), r(1024, 1024), r(1024), r(1024, 1024), r(1024)]),
+    ]
+
+
+def every_other_row(x):
+    return x[::2] * 2 + 1
+
+
+def stem_pool(x):
+    """A ResNet stem's ReLU and 3x3 max pool of stride 2."""
+    return F.max_pool2d(x.relu(), 3, 2, 1)
+
+
+def pool_add(x):
+    """A 2x2 average pool and a broadcast add: a downsampling shortcut's shape."""
+    return F.avg_pool2d(x, 2) + x[:, :, ::2, ::2]
+
+
+def floor_division_cases(quick: bool):
+    """Cases whose sizes are floor divisions of the input's (the dynamic table's alone)."""
+    rows, cols = (256, 1024) if quick else (2048, 4096)
+    batch, side = (2, 56) if quick else (8, 112)
+    r = torch.randn
+    image = r(batch, 64, side, side)
+    return [
+        (f"x[::2]*2+1 {rows}x{cols}", every_other_row, [r(rows, cols)]),
+        (f"relu+maxpool 3/2 {batch}x64x{side}^2", stem_pool, [image]),
+        (f"avgpool 2+x[::2,::2] {batch}x64x{side}^2", pool_add, [image]),
     ]
 
 
@@ -88,7 +118,7 @@ def dynamic_table(quick: bool) -> tuple[list[dict], list[dict]]:
     print("symbolic sizes (dynamic=True) vs static (dynamic=False), through the frontend:")
     print(f"{'case':<26}{'static':>9}{'symbolic':>10}{'ind dyn':>9}{'sym/static':>12}")
     rows, targets = [], []
-    for name, fn, args in cases(quick):
+    for name, fn, args in cases(quick) + floor_division_cases(quick):
         stage4_fx.reset()
         kept = KeepGraphs()
         static = stage4_fx.compile(fn, backend=stage5_inductor_cpp.compile_fx, dynamic=False)

@@ -55,37 +55,57 @@ def is_polynomial(expr) -> bool:
 class ComputedSizes:
     """The computed sizes of one graph: `ps0` <-> `(s0 - 1)//2`, named in order of first use."""
 
-    def __init__(self):
+    def __init__(self, shape_env):
+        self.shape_env = shape_env
         self.definitions: dict[sympy.Symbol, sympy.Expr] = {}  # ps0 -> FloorDiv(s0 - 1, 2)
-        self.names: dict[sympy.Expr, sympy.Symbol] = {}  # and back
-        self.sizes: dict[sympy.Expr, object] = {}  # a ShapeEnv's size -> ours (`size`)
+        self.ours: dict[sympy.Expr, object] = {}  # a ShapeEnv's size -> ours (`size`)
 
-    def size(self, expr, shape_env, value: int):
-        """A size of the ShapeEnv (`(s0 - 5)//2 + 1`, whose value now is `value`) as ours:
-        the int where the ShapeEnv knows it is one, else with its terms named (`ps0 + 1`).
+    def size(self, expr):
+        """A size of the ShapeEnv (`(s0 - 5)//2 + 1`) as ours: sums and products of symbols,
+        each term that is not one named (`ps0 + 1`), and an int where the ShapeEnv knows it.
 
         The trace may have fixed a computed size: a pooling whose output is 1 wide guards
         `(s0 - 5)//2 + 1 == 1` (torch keeps sizes 1 static), and eager's tensors then say 1.
         The ShapeEnv's `replace` does not apply such a guard; asking it whether the size
         equals its value, without adding a guard, does (inductor's sizevars asks the same
-        private `_maybe_evaluate_static`)."""
-        if expr not in self.sizes:
-            known = shape_env._maybe_evaluate_static(sympy.Eq(expr, value))
-            self.sizes[expr] = value if known == sympy.true else self.named(expr)
-        return self.sizes[expr]
-
-    def named(self, expr):
-        """`expr` with each term that is not a sum of products replaced by its symbol."""
+        private `_maybe_evaluate_static`). So does a guard that two sizes are equal
+        (`s0//2 == (s0 + 1)//2`: `avg_pool2d(x, 2) + x[::2]`, for even sizes): the second
+        is the first's symbol, and the two shapes broadcast."""
+        expr = self.expanded(expr)  # `FloorDiv(ps0 + 1, 2)` is known by what it computes
         if not isinstance(expr, sympy.Expr) or is_polynomial(expr):
             return expr
-        if expr.is_Add or expr.is_Mul or expr.is_Pow:
-            return expr.func(*map(self.named, expr.args))
-        expr = self.expanded(expr)  # `FloorDiv(ps0 + 1, 2)` is named by what it computes
-        if expr not in self.names:
-            python_text(expr)  # one that Python cannot spell raises SymbolicUnsupported
-            symbol = sympy.Symbol(f"ps{len(self.names)}", integer=True)
-            self.names[expr], self.definitions[symbol] = symbol, expr
-        return self.names[expr]
+        if expr not in self.ours:
+            value = self.value(expr)
+            if value is not None and self.equal(expr, value):
+                self.ours[expr] = value
+            elif expr.is_Add or expr.is_Mul or expr.is_Pow:
+                self.ours[expr] = expr.func(*map(self.size, expr.args))
+            else:
+                self.ours[expr] = self.named(expr, value)
+        return self.ours[expr]
+
+    def named(self, expr, value):
+        """The symbol of a term such as `FloorDiv(s0 - 1, 2)`: a known one's where the
+        ShapeEnv knows they are equal, else a new one."""
+        python_text(expr)  # one that Python cannot spell raises SymbolicUnsupported
+        for symbol, other in self.definitions.items():
+            if value is not None and self.value(other) == value and self.equal(expr, other):
+                return symbol
+        symbol = sympy.Symbol(f"ps{len(self.definitions)}", integer=True)
+        self.definitions[symbol] = expr
+        return symbol
+
+    def equal(self, a, b) -> bool:
+        """Whether the ShapeEnv knows `a == b` for every size its guards allow."""
+        return self.shape_env._maybe_evaluate_static(sympy.Eq(a, b)) == sympy.true
+
+    def value(self, expr) -> int | None:
+        """`expr`'s value at the trace (None where a symbol has none: data-dependent)."""
+        env = self.shape_env
+        # torch 2.13 renamed the table; 2.11 has the old name
+        values = env.backed_var_to_val if hasattr(env, "backed_var_to_val") else env.var_to_val
+        found = self.expanded(expr).xreplace(values)
+        return int(found) if found.is_Integer else None
 
     def expanded(self, expr):
         """`expr` in the ShapeEnv's terms again: each computed size replaced by its definition

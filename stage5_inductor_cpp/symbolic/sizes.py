@@ -52,7 +52,7 @@ def symbols_of(shape_env):
     from .computed import ComputedSizes
 
     previous = _current.shape_env, _current.computed
-    _current.shape_env, _current.computed = shape_env, ComputedSizes()
+    _current.shape_env, _current.computed = shape_env, ComputedSizes(shape_env)
     try:
         yield
     finally:
@@ -96,11 +96,12 @@ def as_size(value):
     expr = node.shape_env.replace(node.expr) if node.shape_env is not None else node.expr
     if expr.is_Integer:
         return int(expr)
-    from .computed import is_polynomial
-
-    if _current.computed is None or is_polynomial(expr) or node.shape_env is None:
-        return expr
-    return _current.computed.size(expr, node.shape_env, hint(expr))
+    computed = _current.computed
+    return (
+        expr
+        if computed is None or computed.shape_env is not node.shape_env
+        else computed.size(expr)
+    )
 
 
 def as_sizes(values) -> tuple:
@@ -188,7 +189,7 @@ def floordiv(a, b):
     from torch.utils._sympy.functions import FloorDiv
 
     quotient = FloorDiv(_expanded(a), _expanded(b))
-    return quotient if _current.computed is None else _current.computed.named(quotient)
+    return quotient if _current.computed is None else _current.computed.size(quotient)
 
 
 def slice_indices(item: slice, size) -> tuple:

@@ -87,7 +87,7 @@ def test_sizes_python_cannot_spell_are_refused_with_their_name():
     with sizes.symbols_of(env):
         s0 = symbol(env, 9)
         with pytest.raises(sizes.SymbolicUnsupported, match="TruncToInt"):
-            sizes.computed_sizes().named(sf.TruncToInt(sf.ToFloat(s0) * 1.5))
+            sizes.computed_sizes().size(sf.TruncToInt(sf.ToFloat(s0) * 1.5))
 
 
 def every_other(x):
@@ -158,6 +158,23 @@ def test_a_computed_size_the_trace_fixed_to_one_is_one():
     for side in (9, 10, 13, 5, 6, 4):
         assert_same_as_eager(compiled, pooled, torch.randn(1, 2, side, side))
     assert [g.symbolic is not None for g in backend.graphs] == [False, True, True]
+
+
+def pool_plus_every_other(x):
+    return F.avg_pool2d(x, 2) + x[:, :, ::2, ::2]
+
+
+def test_two_computed_sizes_the_trace_found_equal_are_one_symbol():
+    """`s//2` and `(s + 1)//2` rows add only for even sizes: the trace guarded them equal,
+    and the lowering, asking the ShapeEnv, names both `ps0`, so the shapes broadcast;
+    odd sizes raise eager's error."""
+    backend = KeepGraphs()
+    compiled = stage4_fx.compile(pool_plus_every_other, backend=backend)
+    for side in (8, 10, 12, 9, 14):
+        assert_same_as_eager(compiled, pool_plus_every_other, torch.randn(1, 2, side, side))
+    symbolic = backend.graphs[1].symbolic
+    assert symbolic is not None, backend.graphs[1].per_size_reason
+    assert "ps0 = (s" in symbolic.wrapper_source and "ps2" not in symbolic.wrapper_source
 
 
 class ConvPoolNet(nn.Module):

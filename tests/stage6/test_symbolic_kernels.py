@@ -11,6 +11,7 @@ import stage4_fx
 from stage6_inductor_triton import compile_fx
 from tests.oracle import assert_same_as_eager
 from tests.stage5.helpers import KeepGraphs
+from tests.stage5.test_computed_sizes import every_other, pooled
 from tests.stage5.test_symbolic_kernels import PROGRAMS
 from tests.stage6.helpers import DEVICES
 
@@ -45,3 +46,19 @@ def test_a_reduction_over_a_symbol_loops():
         if name[0] == "s" and name[1:].isdigit()
     )
     assert f"for roffset in range(0, {symbol}, RBLOCK):" in source
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("fn", [every_other, pooled], ids=lambda f: f.__name__)
+def test_a_computed_size_is_a_kernel_argument(fn, device):
+    """`(s0 + 1)//2` rows (stage 5's test_computed_sizes.py): the launcher computes `ps0` in
+    Python and the Triton kernel takes it as it takes `s0`."""
+    backend = KeepGraphs(compile_fx)
+    compiled = stage4_fx.compile(fn, backend=backend)
+    for side in (9, 10, 13, 16):
+        shape = (side, 3) if fn is every_other else (1, 2, side, side)
+        assert_same_as_eager(compiled, fn, torch.randn(shape, device=device))
+    assert len(backend.graphs) == 2
+    code = backend.graphs[1].symbolic
+    assert code is not None, backend.graphs[1].per_size_reason
+    assert "ps0 = " in code.wrapper_source and "ps0" in code.source

@@ -44,3 +44,32 @@ def test_a_transformer_compiles_twice_over_batch_and_sequence_lengths(name, back
         static, symbolic = inductor.graphs
         assert static.symbolic is None and symbolic.symbolic is not None, symbolic.per_size_reason
         assert set(map(id, symbolic.specializations.values())) == {id(symbolic.symbolic)}
+
+
+IMAGE_SIDES = (64, 72, 80, 96, 112)
+
+
+@pytest.mark.parametrize("name", ["resnet18", "vit"])
+def test_an_image_model_compiles_twice_over_five_image_sizes(name):
+    """Convolutions, poolings and patches give sizes such as `(s0 - 1)//2 + 1`: computed
+    sizes that the wrapper works out and the kernels take as arguments
+    (stage5_inductor_cpp/symbolic/computed.py), so the second compile serves every size.
+    The ViT resizes its position embeddings to the patch grid (`interpolate_pos_encoding`)."""
+    model, _ = ZOO[name]("tiny")
+    if name == "vit":
+        forward = model
+
+        def model(x):
+            return forward(x, interpolate_pos_encoding=True).last_hidden_state
+
+    inductor = KeepGraphs()
+    compiled = stage4_fx.compile(model, backend=inductor)
+    with torch.no_grad():
+        for side in IMAGE_SIDES:
+            x = torch.randn(2, 3, side, side)
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-4)
+    assert (stage3_guards.counters.compiled, stage3_guards.counters.eager) == (2, 0)
+    static, symbolic = inductor.graphs
+    assert static.symbolic is None  # the first call: kernels for its sizes
+    assert symbolic.symbolic is not None, symbolic.per_size_reason
+    assert set(map(id, symbolic.specializations.values())) == {id(symbolic.symbolic)}
