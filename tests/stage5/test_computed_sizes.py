@@ -90,6 +90,21 @@ def test_sizes_python_cannot_spell_are_refused_with_their_name():
             sizes.computed_sizes().size(sf.TruncToInt(sf.ToFloat(s0) * 1.5))
 
 
+def test_symbolic_loops_are_collapsed_only_as_deep_as_the_threads_need(monkeypatch):
+    """OpenMP's collapse divides by each collapsed loop's bound per iteration: by a symbol
+    that is a real division, so a symbolic kernel shares out the fewest leading loops that
+    give each thread 8 iterations (performance/parallel_loops.py)."""
+    from stage5_inductor_cpp.performance.parallel_loops import collapsed_depth
+
+    monkeypatch.setattr(torch, "get_num_threads", lambda: 4)
+    env = ShapeEnv()
+    with sizes.symbols_of(env):
+        side = symbol(env, 56)
+        assert collapsed_depth((8, 64, side, side)) == 2  # 512 iterations for 4 threads
+        assert collapsed_depth((2, 3, side, side)) == 3
+        assert collapsed_depth((1, 1, 2, side)) == 4
+
+
 def every_other(x):
     return x[::2] + 1
 
