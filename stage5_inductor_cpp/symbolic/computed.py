@@ -101,10 +101,9 @@ class ComputedSizes:
 
     def value(self, expr) -> int | None:
         """`expr`'s value at the trace (None where a symbol has none: data-dependent)."""
-        env = self.shape_env
-        # torch 2.13 renamed the table; 2.11 has the old name
-        values = env.backed_var_to_val if hasattr(env, "backed_var_to_val") else env.var_to_val
-        found = self.expanded(expr).xreplace(values)
+        from .sizes import values_at_trace
+
+        found = self.expanded(expr).xreplace(values_at_trace(self.shape_env))
         return int(found) if found.is_Integer else None
 
     def expanded(self, expr):

@@ -97,11 +97,9 @@ def as_size(value):
     if expr.is_Integer:
         return int(expr)
     computed = _current.computed
-    return (
-        expr
-        if computed is None or computed.shape_env is not node.shape_env
-        else computed.size(expr)
-    )
+    if computed is None or computed.shape_env is not node.shape_env:
+        return expr  # a size `text` refuses if it is not a sum of products
+    return computed.size(expr)
 
 
 def as_sizes(values) -> tuple:
@@ -213,13 +211,16 @@ def hint(value) -> int:
         return int(value)
     if _current.shape_env is None:
         raise SymbolicUnsupported(f"no values for the symbols of {value}")
-    env = _current.shape_env
-    # each symbol's value at the trace (torch 2.13 renamed the table; 2.11 has the old name)
-    values = env.backed_var_to_val if hasattr(env, "backed_var_to_val") else env.var_to_val
-    value = _expanded(value).xreplace(values)
+    value = _expanded(value).xreplace(values_at_trace(_current.shape_env))
     if not value.is_Integer:
         raise SymbolicUnsupported(f"no value for a symbol of {value}")
     return int(value)
+
+
+def values_at_trace(env) -> dict:
+    """Each symbol of `env` -> its value at the trace (torch 2.13 renamed the table; 2.11
+    has the old name)."""
+    return env.backed_var_to_val if hasattr(env, "backed_var_to_val") else env.var_to_val
 
 
 def text(value) -> str:
