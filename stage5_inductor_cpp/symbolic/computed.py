@@ -43,6 +43,9 @@ PYTHON = {
 }
 
 
+BOUNDS = (F.Max, F.Min, sympy.Max, sympy.Min)  # `Max(1, s0//2)` may be one of its arguments
+
+
 def is_polynomial(expr) -> bool:
     """Whether `expr` is a sum of products of symbols and integers (kernels print these)."""
     if expr.is_Integer or expr.is_Symbol:
@@ -70,19 +73,26 @@ class ComputedSizes:
         equals its value, without adding a guard, does (inductor's sizevars asks the same
         private `_maybe_evaluate_static`). So does a guard that two sizes are equal
         (`s0//2 == (s0 + 1)//2`: `avg_pool2d(x, 2) + x[::2]`, for even sizes): the second
-        is the first's symbol, and the two shapes broadcast."""
+        is the first's symbol, and the two shapes broadcast. And a bound that always holds:
+        torch's strides are `Max(1, size)`, which is `size` itself where sizes are at least
+        1; otherwise a view's base and its snapshot would differ in name only."""
         expr = self.expanded(expr)  # `FloorDiv(ps0 + 1, 2)` is known by what it computes
         if not isinstance(expr, sympy.Expr) or is_polynomial(expr):
             return expr
         if expr not in self.ours:
-            value = self.value(expr)
-            if value is not None and self.equal(expr, value):
-                self.ours[expr] = value
-            elif expr.is_Add or expr.is_Mul or expr.is_Pow:
-                self.ours[expr] = expr.func(*map(self.size, expr.args))
-            else:
-                self.ours[expr] = self.named(expr, value)
+            self.ours[expr] = self.settled(expr)
         return self.ours[expr]
+
+    def settled(self, expr):
+        value = self.value(expr)
+        if value is not None and self.equal(expr, value):
+            return value
+        if expr.is_Add or expr.is_Mul or expr.is_Pow:
+            return expr.func(*map(self.size, expr.args))
+        for bound in expr.args if type(expr) in BOUNDS else ():
+            if self.equal(expr, bound):
+                return self.size(bound)
+        return self.named(expr, value)
 
     def named(self, expr, value):
         """The symbol of a term such as `FloorDiv(s0 - 1, 2)`: a known one's where the
