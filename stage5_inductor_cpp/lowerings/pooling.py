@@ -110,10 +110,20 @@ def _average(graph, out, x, ranges, kernel, stride, padding, count_include_pad, 
     acc = upcast(x.dtype)
     window = _window(graph, x, ranges, kernel, stride, padding, (1, 1), 0.0)
     total = graph.add_buffer(Reduction(acc, ranges, kernel, "sum", window, acc)).loader()
+    # Every window lies inside the input (and its padding, where that counts): each divides
+    # by its size. With constant sizes the C++ compiler finds this out itself from the
+    # `min`s of `_window_count`; with symbolic ones it cannot, and computed the count and
+    # divided by it for every output (3.5x the static kernel's time for a 2x2 pool).
+    whole = (count_include_pad or padding == (0, 0)) and all(
+        decide(operator.le, (o - 1) * s - p + k, n + p)
+        for o, n, k, s, p in zip(ranges[-2:], x.ranges[-2:], kernel, stride, padding, strict=True)
+    )
 
     def divisor(idx):
         if divisor_override:
             return ops.constant(divisor_override, acc)
+        if whole:
+            return ops.to_dtype(_int(kernel[0] * kernel[1]), acc)
         h, w = [
             _window_count(o, n, k, s, p, count_include_pad)
             for o, n, k, s, p in zip(idx[-2:], x.ranges[-2:], kernel, stride, padding, strict=True)

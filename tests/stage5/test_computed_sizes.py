@@ -160,6 +160,23 @@ def test_an_extern_takes_a_computed_size_as_an_argument():
     assert "upsample_bicubic2d" in code.extern_names or "interpolate" in code.extern_names
 
 
+def halved(x):
+    return F.avg_pool2d(x, 2)
+
+
+def test_an_average_of_windows_inside_the_input_divides_by_their_size():
+    """`s//2` windows of 2 never reach past `s` rows (a guard that every size passes: the
+    ShapeEnv does not prove `2*(s//2) - 1 < s` by itself), so the symbolic kernel divides
+    by 4 instead of counting each window's elements."""
+    backend = KeepGraphs()
+    compiled = stage4_fx.compile(halved, backend=backend)
+    for side in (8, 10, 13):
+        assert_same_as_eager(compiled, halved, torch.randn(1, 2, side, side))
+    code = backend.graphs[1].symbolic
+    assert code is not None, backend.graphs[1].per_size_reason
+    assert "min_propagate_nan" not in code.source.replace(code.prelude, "")
+
+
 def pooled(x):
     return F.max_pool2d(x, 5, 2) + 1
 
