@@ -1,5 +1,6 @@
-"""Sizes that are symbols: one kernel for every batch size.
+"""Sizes that are symbols: one kernel for every batch size and image size.
 
-sizes.py   sizes as sympy expressions: comparisons, guards, text for the kernels
-code.py    a graph with symbolic sizes compiled once; where the wrapper reads each symbol
+sizes.py     sizes as sympy expressions: comparisons, guards, text for the kernels
+computed.py  floor divisions and the like of symbols: sizes the wrapper computes (`ps0`)
+code.py      a graph with symbolic sizes compiled once; where the wrapper reads each symbol
 """
