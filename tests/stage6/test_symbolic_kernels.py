@@ -11,7 +11,7 @@ import stage4_fx
 from stage6_inductor_triton import compile_fx
 from tests.oracle import assert_same_as_eager
 from tests.stage5.helpers import KeepGraphs
-from tests.stage5.test_computed_sizes import every_other, pooled
+from tests.stage5.test_computed_sizes import NEWER_SHAPE_ENV, every_other, pooled
 from tests.stage5.test_symbolic_kernels import PROGRAMS
 from tests.stage6.helpers import DEVICES
 
@@ -58,7 +58,8 @@ def test_a_computed_size_is_a_kernel_argument(fn, device):
     for side in (9, 10, 13, 16):
         shape = (side, 3) if fn is every_other else (1, 2, side, side)
         assert_same_as_eager(compiled, fn, torch.randn(shape, device=device))
-    assert len(backend.graphs) == 2
+    # torch 2.11 (the GPU machine's) compiled a third, symbolic graph for `pooled` at 13
+    assert len(backend.graphs) == (2 if NEWER_SHAPE_ENV or fn is every_other else 3)
     code = backend.graphs[1].symbolic
     assert code is not None, backend.graphs[1].per_size_reason
     assert "ps0 = " in code.wrapper_source and "ps0" in code.source
