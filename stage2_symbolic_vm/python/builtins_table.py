@@ -34,7 +34,7 @@ from ..variables import (
     constant_args,
     is_constant_value,
 )
-from . import container_subclasses, dicts, signatures
+from . import container_subclasses, signatures, texts
 from .callables import PartialVariable, SuperVariable
 from .class_statements import build_class, made_property, made_wrapper
 from .constants import all_constants
@@ -57,7 +57,6 @@ from .objects import (
     UserObjectVariable,
     bare_instance,
     builtin_new,
-    class_lookup,
     is_python_class,
 )
 from .operator_module import OPERATOR_FUNCTIONS
@@ -172,59 +171,13 @@ class BuiltinVariable(Variable):
         if self.fn is bool and len(args) == 1:
             return ConstantVariable(args[0].truth(tx))
         if self.fn in (str, repr) and len(args) == 1:
-            return text_of(tx, self.fn, args[0])
+            return texts.text_of(tx, self.fn, args[0])
         raise Unsupported(
             "untraceable_call", f"call to `{self.fn.__name__}`, which the VM does not trace"
         )
 
     def __repr__(self):
         return f"BuiltinVariable({getattr(self.fn, '__name__', self.fn)})"
-
-
-def text_of(tx, fn, value):
-    """`str(v)` or `repr(v)` where its text is known now: a class or an object from outside
-    (its own text), constants and the lists, tuples, dicts and sets of them (`str(config)`),
-    an object whose class writes `__repr__` or `__str__` in Python (run in the VM), and an
-    instance of a container's subclass whose repr is the builtin's (`Words({'a'})`)."""
-    if value.identity() is not UNKNOWN:  # `str(cls)` of a class
-        return ConstantVariable(fn(value.identity()))
-    constant = known_value(tx, value)
-    if constant is dicts.NOT_CONSTANT and isinstance(value, UserObjectVariable):
-        own = own_text(tx, fn, value)
-        if own is not None:
-            return own
-        contents, base = value.items_var(tx), container_subclasses.container_base(value.cls)
-        if contents is not None and class_lookup(value.cls, "__repr__")[1] is base.__repr__:
-            items = known_value(tx, contents)  # the builtin's repr, with the class's name
-            if items is not dicts.NOT_CONSTANT:
-                constant = container_subclasses.rebuild(value.cls, {}, items)
-    if constant is dicts.NOT_CONSTANT:
-        why = f"`{fn.__name__}()` of {value}, whose text is not known while tracing"
-        raise Unsupported("untraceable_call", why)
-    return ConstantVariable(fn(constant))
-
-
-def known_value(tx, value):
-    """The Python value whose text `value` has, or NOT_CONSTANT. A set of constants is its
-    real set of keys, which iterates in CPython's order (a copy may not)."""
-    if isinstance(value, SetVariable) and not value.key_vars:
-        return value.items
-    if isinstance(value, DictVariable):
-        for key in list(value.items):
-            value.value(tx, key)  # the values of a dict from outside are read now
-    return dicts.constant_value(value)
-
-
-def own_text(tx, fn, obj):
-    """The class's own `__str__` (else `__repr__`: object's `__str__` asks it) written in
-    Python, run in the VM; None where the text is a builtin's."""
-    for name in ("__str__", "__repr__") if fn is str else ("__repr__",):
-        found = class_lookup(obj.cls, name)
-        if isinstance(found[1], types.FunctionType):
-            return obj.special(tx, name, [])
-        if found[1] is not object.__str__:
-            return None
-    return None
 
 
 # What a builtin is for symbolic ints: torch's `sym_*` functions, which give a symbolic answer

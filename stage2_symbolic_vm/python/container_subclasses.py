@@ -29,6 +29,7 @@ from ..errors import ObservedException, Unsupported
 from ..side_effects import DICT_BASES
 from ..sources import DictItemSource, Source, item_of
 from ..variables import ConstantVariable, LazyVariable
+from .containers import contents_of
 from .dicts import DictVariable
 from .sequences import ListVariable, TupleVariable
 from .sets import SetVariable, replay_set, replayed, wrap_set
@@ -164,14 +165,6 @@ COMPARISONS = {
 }
 
 
-def contents_of(tx, value):
-    """The contents of an instance of a builtin container's subclass, else `value` itself:
-    what a builtin's C code reads of it (`[0] + path` is list's `+` on path's items)."""
-    items = getattr(value, "items_var", None)  # a UserObjectVariable (objects.py)
-    contents = items(tx) if items is not None else None
-    return value if contents is None else contents
-
-
 def is_operator(name: str) -> bool:
     return name in OPERATOR_SLOTS or name in COMPARISONS
 
@@ -196,7 +189,7 @@ def operate(tx, name, contents, other):
     the builtin's: `Words("ab") & {"a"}` is a plain set."""
     from . import operators  # operators.py builds on this file
 
-    other = contents_of(tx, other)
+    other = contents_of(tx, other)  # a subclass's instance: its contents
     if name in COMPARISONS:  # NotImplemented where the builtin cannot compare with `other`
         return operators.compare_slot(tx, COMPARISONS[name], contents, other)
     fn, reflected = OPERATOR_SLOTS[name]

@@ -111,6 +111,17 @@ def key_of(var: Variable):
     return var if identity is UNKNOWN else identity
 
 
+def contents_of(tx, value, bases=None):
+    """An instance of a builtin container's subclass as its contents (a Variable of the
+    builtin: container_subclasses.py) where that builtin is among `bases` (None: any), else
+    `value` itself: what a builtin's C code reads of such an instance (`[0] + path` is list's
+    `+` on path's items). The class is asked first, so no other object is read."""
+    base = value.builtin_base() if hasattr(value, "builtin_base") else None
+    if base is None or (bases is not None and base not in bases):
+        return value
+    return value.items_var(tx)
+
+
 def is_none(var: Variable) -> bool:
     return var.is_python_constant() and var.as_python_constant() is None
 

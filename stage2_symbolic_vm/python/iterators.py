@@ -54,9 +54,10 @@ class IteratorVariable(Variable):
     PROTOCOL = ("__next__", "__iter__", "__length_hint__")
 
     def get_attr(self, tx, name):
-        if name in ("__next__", "__iter__") or (
-            name == "__length_hint__" and hasattr(self.python_type(), name)
-        ):  # a generator, a map, a zip have no length hint
+        # a generator, a map, a zip have no length hint: asked of the real type
+        if name in self.PROTOCOL and (
+            name != "__length_hint__" or hasattr(self.python_type(), name)
+        ):
             return BoundMethodVariable(self, name)
         return super().get_attr(tx, name)
 

@@ -382,11 +382,14 @@ class UserObjectVariable(Variable):
             self.trace.assume("id", self.source)
         return self.value
 
+    def builtin_base(self):
+        """The builtin container its class derives from, or None."""
+        return container_subclasses.container_base(self.cls)
+
     def items_var(self, tx):
         """The contents of an instance of a builtin container's subclass (None for other
         classes). Those of an object from outside are read past its class's own methods."""
-        base = container_subclasses.container_base(self.cls)
-        if self.contents is None and self.value is not None and base is not None:
+        if self.contents is None and self.value is not None and self.builtin_base():
             self.contents = container_subclasses.outside_contents(tx, self)
         return self.contents
 

@@ -28,7 +28,7 @@ from ..dynamic_shapes.shapes import SymNodeVariable, has_symbols
 from ..errors import ObservedException, Unsupported
 from ..variables import UNKNOWN, ConstantVariable, TensorVariable
 from . import annotations, container_subclasses
-from .containers import FakeIdVariable, is_none, key_of
+from .containers import FakeIdVariable, contents_of, is_none, key_of
 from .dicts import DictVariable, DictViewVariable
 from .objects import UserObjectVariable, class_lookup, is_python_class
 from .sequences import ListVariable, SequenceVariable, TupleVariable
@@ -110,7 +110,7 @@ def binary_op(tx, fn, a, b):
     result = user_binary_op(tx, fn, a, b)  # before a tensor's: torch's operators answer
     if result is not NotImplemented:  # NotImplemented for an object they do not know
         return result
-    a, b = container_subclasses.contents_of(tx, a), container_subclasses.contents_of(tx, b)
+    a, b = contents_of(tx, a), contents_of(tx, b)  # a container subclass's: its contents
     if isinstance(a, TensorVariable) or isinstance(b, TensorVariable):
         if isinstance(a, ConstantVariable):  # `acc = 0; acc += x`: an int has no __iadd__,
             fn = OUT_OF_PLACE.get(fn, fn)  # so Python falls back to `acc + x`, a new tensor

@@ -10,9 +10,11 @@ changes keeps each change, which the real set goes through again after the graph
 from ..errors import ObservedException, Unsupported
 from ..side_effects import replay_changes
 from ..variables import ConstantVariable, Variable
-from .containers import ContainerVariable, key_of, where
+from .containers import ContainerVariable, contents_of, key_of, where
 from .dicts import DictVariable, DictViewVariable, is_checkable_key
 from .sequences import ListVariable, TupleVariable
+
+SET_TYPES = (set, frozenset)
 
 
 class SetVariable(ContainerVariable):
@@ -29,8 +31,9 @@ class SetVariable(ContainerVariable):
         self.items = set_type(keys)  # inserted in order, as BUILD_SET and set(iterable) insert
         self.source, self.set_type = source, set_type
         self.changes = []  # (method, argument keys) of each change, for `replay`
-        made = ("new", set_type, (("seq", tuple(keys)),) if keys else ())
-        self.recipe = None if source is not None or self.key_vars else (made, [])
+        self.recipe = None  # how a set made in the trace is made again (below)
+        if source is None and not self.key_vars:  # BUILD_SET adds its items in order
+            self.recipe = (("new", set_type, (("seq", tuple(keys)),) if keys else ()), [])
 
     @classmethod
     def of_keys(cls, keys, key_vars: dict, made=None) -> "SetVariable":
@@ -197,7 +200,7 @@ class SetVariable(ContainerVariable):
 def as_argument(tx, value):
     """How `value`, an argument of a set's call, is given again; None where it cannot be (a
     set from outside: its table is the caller's object's, as it was then)."""
-    value = contents_of(tx, value)
+    value = contents_of(tx, value, SET_TYPES)
     if isinstance(value, SetVariable):
         return None if value.source is not None else ("set", value.snapshot())
     if isinstance(value, ConstantVariable) and isinstance(value.value, frozenset):
@@ -266,16 +269,10 @@ def push_key(cg, key, key_vars: dict):
         cg.load_const(key)
 
 
-def contents_of(tx, value):
-    """A set or frozenset subclass's instance as its contents (container_subclasses.py)."""
-    contents = value.items_var(tx) if hasattr(value, "items_var") else None
-    return contents if isinstance(contents, SetVariable) else value
-
-
 def set_key(tx, item: Variable):
     """The key `in`, `remove` and `discard` look for: a set (of a subclass too) is looked for
     as a frozenset (CPython's set_contains retries an unhashable set so)."""
-    item = contents_of(tx, item)
+    item = contents_of(tx, item, SET_TYPES)
     if isinstance(item, SetVariable):
         return frozenset(item.items)
     return key_of(item)
@@ -347,7 +344,7 @@ def stand_in(tx, value: Variable):
     the list of its items' keys (so `{1} | [2]` still fails as in CPython, and
     `d.keys() | [2]` works; but an operator on the items of other values would not). An
     instance of a set's subclass is its contents: CPython reads its table as a set's."""
-    value = contents_of(tx, value)
+    value = contents_of(tx, value, SET_TYPES)
     if isinstance(value, SetVariable):
         return value.items, value.key_vars
     if isinstance(value, DictVariable):
