@@ -302,11 +302,13 @@ def partition(joint: Joint) -> Partition:
         if cheap(n) and n not in in_backward and n.target not in VIEWS
         and n not in forward_outputs and read_by_library(n, in_backward)
     }  # fmt: skip
+    sizes = Sizes()
     changed = True
     while changed:
         changed = False
+        reach = Reach(saved, kept)  # what each saved value is made from, this round
         for value in sorted(saved, key=position.__getitem__, reverse=True):
-            smaller = recompute_from_sources(value, saved, kept)
+            smaller = recompute_from_sources(value, saved, kept, reach, sizes)
             if smaller is not None:
                 saved, changed = smaller, True
                 break
@@ -336,25 +338,59 @@ def partition(joint: Joint) -> Partition:
     return Partition(forward, backward, [n.name for n in saved_list], recomputed, tangents_of)
 
 
-def recompute_from_sources(value: torch.fx.Node, saved: set, kept: set) -> set | None:
+def recompute_from_sources(
+    value: torch.fx.Node, saved: set, kept: set, reach: "Reach", sizes: "Sizes"
+) -> set | None:
     """The saved values with `value` and the others that cheap ops make from the same
     sources recomputed from those sources, or None when that would not save memory. The
     values of `kept` are not recomputed: they are saved where the others need them.
 
     One value at a time is not enough: BatchNorm's forward saves `x - mean` and
     `(x - mean) * rstd`, each as large as `x`, and recomputing either alone costs `x` plus
-    a statistic, a few bytes more than it saves; recomputing both from `x` saves one."""
+    a statistic, a few bytes more than it saves; recomputing both from `x` saves one.
+
+    Another saved value `u` joins the group when what it is made from, apart from saved
+    values, is among `value`'s sources (`Reach.unsaved`): then every value it needs is at
+    hand once `value`'s sources are. (Through `value` itself or not: what `value` is made
+    from is among its sources by definition.)"""
     if not cheap(value) or value in kept:
         return None
-    others = saved - {value}
-    sources = cheap_sources([value], others | kept)
+    sources = cheap_sources([value], (saved - {value}) | kept)
     group = {value} | {
-        u for u in others - kept
-        if cheap(u) and cheap_sources([u], others - {u} | kept) <= others - {u} | sources
+        u for u in saved - kept - {value} if cheap(u) and reach.unsaved(u) <= sources
     }  # fmt: skip
     rest = saved - group
     smaller = rest | cheap_sources(list(group), rest | kept)
-    return smaller if saved_bytes(smaller) <= saved_bytes(saved) else None
+    return smaller if sizes.total(smaller) <= sizes.total(saved) else None
+
+
+class Reach:
+    """For one round of `partition`: what each saved value is made from through cheap ops
+    that is not itself saved (inputs, kept values, results of ops that are not cheap),
+    computed once per value and round instead of once per pair of values."""
+
+    def __init__(self, saved: set, kept: set):
+        self.saved, self.free, self.found = saved, saved | kept, {}
+
+    def unsaved(self, node: torch.fx.Node) -> set:
+        if node not in self.found:
+            self.found[node] = cheap_sources([node], self.free) - self.saved
+        return self.found[node]
+
+
+class Sizes:
+    """Bytes of the values `partition` weighs, each read from its metadata once."""
+
+    def __init__(self):
+        self.bytes: dict[torch.fx.Node, int] = {}
+
+    def total(self, values: set) -> int:
+        """Memory the saved values keep alive. Inputs of the graph count too: a parameter
+        is alive anyway, but the caller's tensor may be an activation only this keeps."""
+        for value in values:
+            if value not in self.bytes:
+                self.bytes[value] = nbytes(value)
+        return sum(self.bytes[v] for v in values)
 
 
 def read_by_library(node: torch.fx.Node, in_backward: set) -> bool:
@@ -387,12 +423,6 @@ def cheap_sources(values: list, free: set) -> set:
         else:
             todo.extend(node.all_input_nodes)
     return sources
-
-
-def saved_bytes(values: set) -> int:
-    """Memory the saved values keep alive. Inputs of the graph count too: a parameter is
-    alive anyway, but the caller's tensor may be an activation that only this keeps."""
-    return sum(map(nbytes, values))
 
 
 def needed_for(outputs: list, stop: set = frozenset()) -> set:
