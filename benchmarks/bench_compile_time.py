@@ -11,9 +11,10 @@ Each run is a new `python -c` process (SCRIPT) that times two things:
     compiles the C++ (or finds it in the disk cache), loads and runs it. torch.compile:
     `torch.compile(chain)` and its first call, which imports torch._dynamo and
     torch._inductor, traces, lowers, compiles (or finds it in the cache), loads and runs.
-Cold: MINIDYNAMO_CACHE_DIR and TORCHINDUCTOR_CACHE_DIR name a new empty directory. Warm: the
-next process, with the directory the cold one filled. The interpreter's start and exit are
-in neither number. Runs alternate between the systems, so that a busy neighbour slows both.
+Cold: MINIDYNAMO_CACHE_DIR, TORCHINDUCTOR_CACHE_DIR and TRITON_CACHE_DIR name a new empty
+directory. Warm: the next process, with the directory the cold one filled. The
+interpreter's start and exit are in neither number. Runs alternate between the systems,
+so that a busy neighbour slows both.
 
 Before the runs, one untimed cold run of ours writes bytecode (even under
 PYTHONDONTWRITEBYTECODE), so that our modules have their .pyc files, as an installed
@@ -104,7 +105,10 @@ def environment(cache: str | None = None) -> dict:
     """This environment, with the repository on the path and both caches in `cache`."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.environ.get("PYTHONPATH", "")]))
     if cache is not None:
+        # and Triton's: inductor keeps its own under TORCHINDUCTOR_CACHE_DIR unless
+        # TRITON_CACHE_DIR names one; ours is Triton's default (~/.triton/cache) otherwise
         env.update(MINIDYNAMO_CACHE_DIR=cache, TORCHINDUCTOR_CACHE_DIR=cache)
+        env.update(TRITON_CACHE_DIR=os.path.join(cache, "triton"))
     return env
 
 

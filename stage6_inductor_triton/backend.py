@@ -1,7 +1,8 @@
 """`compile_fx(gm, example_inputs)`: stage 5's pipeline with Triton at the end.
 
 lower (stage 5's graph_lowering.py, with the GPU's rules) -> fuse (stage 5's
-scheduler.py) -> Triton (codegen_triton.py) -> import the module (runtime.py) -> a
+scheduler.py) -> Triton (codegen_triton.py) -> import the module (runtime.py), its
+kernels compiling in worker processes meanwhile (performance/compile_pool.py) -> a
 Python wrapper that launches the kernels with their grids (stage 5's wrapper, with
 devices and launches, launcher.py) -> tune on first call (performance/autotune.py).
 Nothing before the code generation is new: stage 5's `compile_graph`
@@ -32,9 +33,10 @@ from stage5_inductor_cpp.wrapper import WrapperCode
 
 from .checks.typecheck import with_dtype_asserts
 from .codegen_triton import TritonUnsupported, generate_source, module_source, variants
-from .launcher import KernelLauncher, grid
+from .launcher import EAGER_NUMERICS, KernelLauncher, grid
 from .like_eager.cpu_scalars import as_caller_sees, cpu_scalars, on_device
 from .performance.autotune import configs_for
+from .performance.compile_pool import argument_types, pool, precompile
 from .performance.cudagraphs import CudaGraph, CudaGraphRunner, Rerun
 from .prelude import prelude_for
 from .runtime import load_module, source_path
@@ -83,9 +85,11 @@ class TritonKernels:
     def __init__(self, device: torch.device):
         self.device = device
         self.variants: dict[str, list] = {}
+        self.dtypes: dict[str, torch.dtype] = {}  # buffer name -> dtype, for compile_pool.py
         self.cuda_source = ""  # for CPU tensors: the module that typecheck.py types
 
     def write(self, kernels: list[FusedKernel], dtypes) -> tuple[str, dict[str, list[str]]]:
+        self.dtypes = dtypes
         self.variants = {k.name: variants(k, dtypes) for k in kernels}
         writers = [w for pair in self.variants.values() for w in pair]
         source = generate_source(writers, prelude_for(self.device.type))
@@ -102,7 +106,7 @@ class TritonKernels:
         module = load_module(source, interpreted)
         cuda_module = load_module(self.cuda_source, False) if interpreted else None
         device_name = "interpreter" if interpreted else torch.cuda.get_device_name(self.device)
-        launchers, by_text = {}, {}
+        launchers, by_text, to_compile = {}, {}, []
         for name, pair in self.variants.items():
             text = "\n".join(w.source for w in pair)
             same = anonymous(text, [pair[0].name, pair[-1].name, *pair[0].args])
@@ -118,7 +122,10 @@ class TritonKernels:
             launchers[name] = KernelLauncher(name, fns, text, configs, device_name, written)
             if cuda_module is not None:  # typed for the GPU before the interpreter runs them
                 launchers[name].cuda_fns = kernel_fns(cuda_module, pair)
+            elif (types := argument_types(list(pair[0].args), self.dtypes)) is not None:
+                to_compile.append((launchers[name], types))
             by_text[same] = launchers[name]
+        precompile(to_compile, EAGER_NUMERICS)  # in worker processes, while we go on
         for launcher in by_text.values():  # the progress line counts "kernels k of n"
             launcher.graph_kernels = len(by_text)
         return launchers, source_path(source)[0]
@@ -219,6 +226,8 @@ class TritonCompiledGraph(CompiledGraph):
 
     def compile_graph(self, gm: torch.fx.GraphModule, args) -> CompiledCode:
         device = kernel_device(gm, args)  # the inputs', or the one its factories name
+        if device.type == "cuda":
+            pool()  # its workers start while the graph lowers (compile_pool.py)
         kernels = TritonKernels(device)
         code = compile_graph(
             gm,

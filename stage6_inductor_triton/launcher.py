@@ -23,7 +23,7 @@ from stage3_guards.generated import AST_LOCK
 from stage4_fx.tools import progress
 
 from .checks.typecheck import check_for_cuda, launch_types
-from .performance import autotune
+from .performance import autotune, compile_pool
 from .runtime import INTERPRETER_LOCK
 
 # Compile options that keep torch's numerics on the GPU. No FMAs across ops: torch rounds
@@ -136,6 +136,7 @@ class KernelLauncher:
         self.cuda_fns: dict | None = None
         self.typed: set = set()
         self.graph_kernels = 1  # the kernels of its graph (backend.py), for the progress line
+        self.pending: list = []  # its compiles in worker processes (compile_pool.py)
 
     def run(self, *args, grid):
         fast = self.fast
@@ -152,9 +153,16 @@ class KernelLauncher:
                 fast(addresses, grid)
                 return
         if self.config is None:  # the first launch: the configuration to keep (autotune.py)
+            compile_pool.wait(self.pending)  # the binaries the workers put on disk
             self.config = autotune.choose(self, args, grid)
             progress.advance("Triton compiles and tunes the kernels", self.graph_kernels)
         self.launch(self.config, args, grid)
+
+    def configs_to_compile(self) -> list[Config]:
+        """The configurations its first launch will compile: the one chosen before, or all
+        that the tuner times."""
+        known = autotune.remembered(self)
+        return self.configs if known is None else [known]
 
     def launch(self, config: Config, args, grid):
         kernel = self.fns[config.looped]

@@ -28,6 +28,11 @@ from ..runtime import source_dir
 
 log = get_logger("kernels")
 
+# Each configuration is timed for about 10 ms after 2 ms of warm-up: for kernels of a few
+# to a few hundred microseconds that is tens to thousands of runs, and over a model's
+# hundreds of configurations it stays a few seconds of the first call (inductor bounds its
+# timings too, `max_benchmark_duration`).
+TIMING_MS = {"warmup": 2, "rep": 10}
 BEST: dict[str, "launcher_module.Config"] = {}  # the memory cache: key -> best configuration
 stats = {"tuned": 0, "from_disk": 0}  # what the tests count: a warm cache tunes nothing
 
@@ -87,19 +92,30 @@ def from_disk(launcher: "launcher_module.KernelLauncher", path):
     return None
 
 
-def choose(launcher: "launcher_module.KernelLauncher", args, grid):
-    """The configuration `launcher` keeps for good: remembered (in memory, then on disk), or
-    the fastest of its configurations on these arguments, timed now."""
+def remembered(launcher: "launcher_module.KernelLauncher"):
+    """The configuration `launcher` keeps without timing any: its only one (or the first,
+    under the interpreter), or the one chosen before (in memory, then on disk); None when
+    its configurations are to be timed."""
     if launcher.interpreted or len(launcher.configs) == 1:
         # The interpreter runs numpy on the CPU: timing it says nothing about a GPU.
         return launcher.configs[0]
     if launcher.key in BEST:
         return BEST[launcher.key]
-    path = source_dir() / "autotune" / f"{launcher.key}.json"
-    if (remembered := from_disk(launcher, path)) is not None:
+    if (known := from_disk(launcher, path_of(launcher))) is not None:
         stats["from_disk"] += 1
-        BEST[launcher.key] = remembered
-        return remembered
+        BEST[launcher.key] = known
+    return known
+
+
+def path_of(launcher: "launcher_module.KernelLauncher"):
+    return source_dir() / "autotune" / f"{launcher.key}.json"
+
+
+def choose(launcher: "launcher_module.KernelLauncher", args, grid):
+    """The configuration `launcher` keeps for good: remembered (in memory, then on disk), or
+    the fastest of its configurations on these arguments, timed now."""
+    if (known := remembered(launcher)) is not None:
+        return known
     # Timing runs the kernel a hundred times: on copies of what it writes, since a kernel
     # that writes a graph input in place (functionalize.WriteBack) also reads it.
     copies = [a.clone() if i in launcher.written else a for i, a in enumerate(args)]
@@ -107,7 +123,7 @@ def choose(launcher: "launcher_module.KernelLauncher", args, grid):
     for config in launcher.configs:
         try:
             timings[config] = triton.testing.do_bench(
-                lambda config=config: launcher.launch(config, copies, grid), warmup=5, rep=40
+                lambda config=config: launcher.launch(config, copies, grid), **TIMING_MS
             )
         except (OutOfResources, PTXASError) as error:  # too big for this GPU: not a candidate
             log.info("autotune %s: %s does not fit: %s", launcher.name, config, error)
@@ -116,6 +132,7 @@ def choose(launcher: "launcher_module.KernelLauncher", args, grid):
     log.info("autotune %s: %s -> %s", launcher.name, report, best)
     stats["tuned"] += 1
     BEST[launcher.key] = best
+    path = path_of(launcher)
     path.parent.mkdir(parents=True, exist_ok=True)
     kernel_cache.write_atomically(path, json.dumps(dataclasses.asdict(best)).encode())
     return best
