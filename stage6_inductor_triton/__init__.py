@@ -18,7 +18,8 @@ The core, in reading order:
 
 The rest, by purpose:
 
-    performance/       block sizes tuned per kernel; launches replayed as CUDA graphs
+    performance/       block sizes tuned per kernel; compiles in worker processes;
+                       launches replayed as CUDA graphs
     like_eager/        0-dim CPU tensors among a GPU's tensors, taken as numbers
     checks/            interpreted kernels typed by Triton's compiler for the GPU first
     tools/             the `minidynamo` command and its tour of all six stages
