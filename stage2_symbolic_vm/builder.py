@@ -32,9 +32,9 @@ from .functions import NNModuleVariable, TorchVariable, UserFunctionVariable
 from .like_eager import in_place
 from .python import builtins_table, callables, dicts, iterators, objects, sequences, sets
 from .python.annotations import is_annotation, wrap_annotation
-from .python.outside_objects import ObjectVariable
+from .python.outside_objects import ObjectVariable, is_method_of_self
 from .python.sequences import ListVariable, TupleVariable
-from .torch_api import autocast, disabled, grad_modes
+from .torch_api import autocast, disabled, grad_modes, torchscript
 from .torch_api.autograd_function import AutogradFunctionVariable
 from .torch_api.queries import ConstantResultVariable, torch_query
 from .variables import ConstantVariable, LazyVariable, TensorVariable, is_constant_value
@@ -191,9 +191,10 @@ WRAPPERS = (
     (autocast.is_autocast, autocast.wrap_autocast),  # torch.autocast, torch.autocast(...)
     (objects.is_cached_function, callables.wrap_cached_function),  # functools.lru_cache
     (disabled.is_disabled_or_decorator, disabled.wrap),  # torch.compiler.disable, and its work
+    (torchscript.is_script_function, torchscript.wrap_script_function),  # its Python original
     (lambda v: isinstance(v, types.FunctionType), wrap_function),
     (lambda v: isinstance(v, types.MethodType), callables.wrap_method),
-    (callables.is_method_of_self, callables.wrap_method_of_self),  # xs.append
+    (is_method_of_self, callables.wrap_method_of_self),  # xs.append
     (lambda v: isinstance(v, functools.partial), callables.wrap_partial),
     (lambda v: isinstance(v, torch.nn.Module), wrap_module),
     (lambda v: isinstance(v, functions.TORCH_OPS_TYPES), wrap_other),  # `aten = torch.ops.aten`

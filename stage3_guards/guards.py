@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import torch
 
 from stage2_symbolic_vm.python.dicts import is_checkable_key
+from stage2_symbolic_vm.python.outside_objects import callable_name, is_method_of_self
 from stage2_symbolic_vm.sources import Assumption, AttrSource, BuiltinSource, Source
 from stage2_symbolic_vm.torch_api.autocast import AUTOCAST_DEVICES
 from stage2_symbolic_vm.torch_api.grad_modes import inference_mode_enabled
@@ -563,6 +564,8 @@ def _short_repr(value) -> str:
         return f"<{type(value).__name__} module>"
     if isinstance(value, types.ModuleType):  # not "from <path>" or "(built-in)": both vary
         return f"<module {value.__name__!r}>"
+    if isinstance(value, types.BuiltinFunctionType) and not is_method_of_self(value):
+        return f"<built-in function {callable_name(value)}>"  # not "of pybind11_detail_..."
     if isinstance(value, types.CodeType):  # "the code of <lambda> at f.py:12"
         where = f"{value.co_filename.rsplit('/', 1)[-1]}:{value.co_firstlineno}"
         return f"<code of {value.co_qualname} at {where}>"

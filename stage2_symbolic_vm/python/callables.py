@@ -265,20 +265,9 @@ def wrap_cached_function(tx, value, source):
     return tx.wrap(value.__wrapped__, attr_of(source, "__wrapped__"))
 
 
-def is_method_of_self(value) -> bool:
-    """A C method bound to its object (`xs.append`, `dict.fromkeys`), not a C function whose
-    `__self__` is a module (`math.sqrt`) or pybind11's record of it
-    (`torch._C._get_tracing_state`)."""
-    if not isinstance(value, types.BuiltinMethodType):
-        return False
-    owner = value.__self__
-    if isinstance(owner, (types.ModuleType, type(None))):
-        return False
-    return isinstance(owner, type) or hasattr(type(owner), value.__name__)
-
-
 def wrap_method_of_self(tx, value, source):
-    """`xs.append` from outside: a method of an object, by its object and name."""
+    """`xs.append` from outside (outside_objects.is_method_of_self): a method of an object, by
+    its object and name."""
     if source is not None:
         tx.trace.assume("type", source)
         tx.trace.assume("constant", attr_of(source, "__name__"))

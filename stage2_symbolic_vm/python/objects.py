@@ -45,6 +45,7 @@ from ..variables import (
 from . import annotations, container_subclasses, random_generators
 from .dicts import DictVariable
 from .exceptions import ExceptionVariable
+from .outside_objects import ObjectVariable
 from .sequences import SequenceVariable, TupleVariable
 
 
@@ -140,6 +141,17 @@ def class_attribute(tx, instance, cls_var, name, index, attr):
         return BuiltinSlotVariable(attr, owner)
     if isinstance(attr, types.ClassMethodDescriptorType):  # `MyDict.fromkeys`: dict's, given
         return BoundMethodVariable(cls_var, name)  # the class (UserClassVariable.call_method)
+    if type(attr).__name__ == "instancemethod" and type(attr).__module__ == "builtins":
+        # a method of a C++ class (pybind11 wraps each C function in an instancemethod, which
+        # binds as a Python function does): a call of it breaks, named by its class, not by
+        # pybind11's record of the function (`torch.ScriptObject._has_method`)
+        seen_from = (owner.python_type() if owner is not None else cls_var.cls).__mro__[index]
+        named = f"{seen_from.__module__}.{seen_from.__qualname__}.{name}"
+        trace = tx.trace if source is not None else None
+        function = ObjectVariable(attr.__func__, attr_of(source, "__func__"), trace, named)
+        from .callables import MethodVariable  # callables.py builds on this file
+
+        return MethodVariable(function, owner) if owner is not None else function
     getter = class_lookup(type(attr), "__get__")
     if getter is not None and isinstance(getter[1], types.FunctionType):
         # a descriptor written in Python (`functools.cached_property`): its __get__ runs
@@ -649,4 +661,6 @@ def wrap_user_object(tx, value, source):
         tx.trace.assume("type", source)
         trace = tx.trace
     cls_var = tx.wrap(type(value), attr_of(source, "__class__"))
+    if not isinstance(cls_var, UserClassVariable):  # a C++ class that torch exports, known by
+        cls_var = UserClassVariable(type(value), cls_var.source)  # identity (torch.ScriptObject)
     return UserObjectVariable(value, cls_var, source, trace)

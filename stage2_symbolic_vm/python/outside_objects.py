@@ -40,8 +40,9 @@ class ObjectVariable(Variable):
     assumption, unless it was found inside something already assumed (`torch.Tensor`: trace=None).
     """
 
-    def __init__(self, value, source=None, trace=None):
+    def __init__(self, value, source=None, trace=None, name=None):
         self.value, self.source, self.trace = value, source, trace
+        self.name = name  # how a break names it, where its own names do not say
 
     def python_type(self):
         return type(self.value)
@@ -65,9 +66,7 @@ class ObjectVariable(Variable):
         descriptor = isinstance(method, types.MethodDescriptorType)
         if descriptor and args and exact_type(args[0]) is method.__objclass__:
             return args[0].call_method(tx, method.__name__, args[1:], kwargs)
-        name = getattr(self.value, "__qualname__", type(self.value).__name__)
-        module = getattr(self.value, "__module__", None)
-        shown = f"{module}.{name}" if module else name
+        shown = self.name or callable_name(self.value)
         if is_numpy_ufunc(self.identity()) and all_constants(args, kwargs):
             # `np.sqrt(self.d_model)` (CTRL): a pure function of numbers, computed now, as
             # torch.compile folds it; its answer is NumPy's scalar (np.float64, a float)
@@ -114,6 +113,31 @@ class ObjectVariable(Variable):
 
     def __repr__(self):
         return f"ObjectVariable({type(self.value).__name__} {self.source or ''})"
+
+
+def is_method_of_self(value) -> bool:
+    """A C method bound to its object (`xs.append`, `dict.fromkeys`), not a C function whose
+    `__self__` is a module (`math.sqrt`) or pybind11's record of it
+    (`torch._C._get_tracing_state`)."""
+    if not isinstance(value, types.BuiltinMethodType):
+        return False
+    owner = value.__self__
+    if isinstance(owner, (types.ModuleType, type(None))):
+        return False
+    return isinstance(owner, type) or hasattr(type(owner), value.__name__)
+
+
+def callable_name(value) -> str:
+    """A callable as a user writes it: `math.sqrt`, `list.append`, `np.sqrt`. CPython names a
+    C function after the class of its `__self__` unless that is a module; a pybind11
+    function's `__self__` is pybind11's record of it, which no user knows
+    (`torch._C._functorch.pybind11_detail_function_record_v1_..._vmap_increment_nesting`):
+    a C function that is not a method of its `__self__` is named by its module."""
+    name = getattr(value, "__qualname__", None) or type(value).__name__
+    if isinstance(value, types.BuiltinFunctionType) and not is_method_of_self(value):
+        name = value.__name__
+    module = getattr(value, "__module__", None)
+    return f"{module}.{name}" if isinstance(module, str) else name
 
 
 def exact_type(var: Variable):

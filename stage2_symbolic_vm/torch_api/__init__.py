@@ -5,6 +5,7 @@ queries.py             questions about the process, answered while tracing
 grad_modes.py          `with torch.no_grad()`, `@torch.enable_grad()`, inference mode
 autocast.py            `torch.autocast` around the call or inside it: on FakeTensors, guarded
 disabled.py            a call to a function marked disabled (`torch.compiler.disable`) breaks
+torchscript.py         a `torch.jit.script`ed function: its Python original, traced
 autograd_function.py   a `torch.autograd.Function`'s forward
 module_containers.py   nn.ModuleList, nn.Sequential and nn.ModuleDict
 module_hooks.py        nn.Module.__call__ with hooks: torch's own `_call_impl`

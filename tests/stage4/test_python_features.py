@@ -1973,6 +1973,50 @@ def test_item_is_a_break_with_a_reason():
     check(fn, X, graphs=2, breaks=1, reason="item")
 
 
+def test_a_pybind11_function_is_named_as_a_user_writes_it():
+    # torch._C's pybind11 functions have a `__self__` of pybind11's own (its record of the
+    # function), which CPython's `__qualname__` puts before the name
+    def fn(x):
+        y = x.sin()
+        torch._C._functorch._vmap_increment_nesting(2, "error")
+        torch._C._functorch._vmap_decrement_nesting()
+        return y.cos()
+
+    check(fn, X, graphs=2, breaks=2, reason="`torch._C._functorch._vmap_increment_nesting`")
+    report = str(stage4_fx.explain(fn)(X))  # its reasons, and its guards
+    assert "function_record" not in report, report
+
+
+@torch.jit.script
+def scripted_scale(x: torch.Tensor, factor: float) -> torch.Tensor:
+    return x * factor + 1
+
+
+def test_a_torchscript_function_is_traced_as_its_python_original():
+    # torch.jit.script keeps the original in `_torchdynamo_inline`; torch.compile traces that
+    # (DeBERTa's scripted helpers): one graph, as torch.compile makes
+    def fn(x):
+        return scripted_scale(x.sin(), 2.0).cos()
+
+    check(fn, X, graphs=1, breaks=0)
+
+
+def test_a_method_of_a_cpp_class_is_bound_to_its_object_and_named_by_its_class():
+    # a pybind11 class's method (an instancemethod around a C function): called with its
+    # object first; a break names it as `Class.method`, not pybind11's record of it
+    module = torch.jit.script(torch.nn.Linear(3, 3))
+    cpp = module._c  # a torch._C.ScriptModule
+
+    def fn(x):
+        y = x.sin()
+        has = cpp._has_method("forward")
+        return y.cos() if has else y
+
+    check(fn, X, graphs=2, breaks=1, reason="_has_method")
+    reasons = str(stage4_fx.explain(fn)(X).break_reasons)
+    assert "function_record" not in reasons and "ScriptObject" in reasons, reasons
+
+
 def make_getter(value):
     def get():
         return value
