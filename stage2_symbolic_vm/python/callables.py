@@ -257,12 +257,53 @@ class ClassHandlerVariable(Variable):
 # --- callables from outside (builder.py's WRAPPERS) ----------------------------------------------
 
 
+class CachedFunctionVariable(Variable):
+    """A function under `functools.lru_cache` from outside. A call traces the function it
+    wraps, skipping the cache, as torch/_dynamo does (and warns): that gives the cache's
+    answer for the pure functions lru_cache is meant for. The new code calls the cache
+    itself, as eager does: at a graph break inside it, `logger.warning_once(message)`
+    (Hugging Face's, an lru_cache'd Logger method) runs through the cache, which knows
+    whether the message was logged already; the function under it would log it again."""
+
+    CACHE_METHODS = ("cache_info", "cache_clear", "cache_parameters")
+
+    def __init__(self, value, function: Variable, source=None, trace=None):
+        self.value, self.function, self.source, self.trace = value, function, source, trace
+
+    def python_type(self):
+        return type(self.value)
+
+    def identity(self):
+        if self.trace is not None:
+            self.trace.assume("id", self.source)
+        return self.value
+
+    def truth(self, tx):
+        return True
+
+    def get_attr(self, tx, name):
+        if name in self.CACHE_METHODS:  # the cache's own state, outside the trace
+            raise Unsupported("unsupported_value", f"`{name}` of an lru_cache, read in the trace")
+        if name == "__wrapped__":
+            return self.function
+        return self.function.get_attr(tx, name)  # functools.update_wrapper copied the rest
+
+    def call(self, tx, args, kwargs):
+        return self.function.call(tx, args, kwargs)
+
+    def __repr__(self):
+        return f"CachedFunctionVariable({self.function!r})"
+
+
 def wrap_cached_function(tx, value, source):
-    """torch/_dynamo does the same (and warns): the function is traced, its cache skipped,
-    which gives the cache's answer for the pure functions lru_cache is meant for."""
+    """An lru_cache'd function from outside: the cache (its type guarded), and the function
+    under it (guarded as any function)."""
+    trace = None
     if source is not None:
         tx.trace.assume("type", source)
-    return tx.wrap(value.__wrapped__, attr_of(source, "__wrapped__"))
+        trace = tx.trace
+    function = tx.wrap(value.__wrapped__, attr_of(source, "__wrapped__"))
+    return CachedFunctionVariable(value, function, source, trace)
 
 
 def wrap_method_of_self(tx, value, source):

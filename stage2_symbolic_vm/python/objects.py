@@ -26,6 +26,7 @@ library's handle) is an ObjectVariable (outside_objects.py).
 import copyreg
 import functools
 import inspect
+import logging
 import operator
 import random
 import types
@@ -106,6 +107,15 @@ def is_cached_function(value) -> bool:
     )
 
 
+# logging.Logger's methods that log: the handlers write to streams, and the record reads its
+# caller's frame (`sys._getframe`), outside the trace. A call breaks the graph and runs at the
+# break, as torch.compile does ("logging.Logger method not supported"); its
+# `ignore_logger_methods` can drop them instead, which would lose the message: not here.
+LOG_METHODS = {logging.Logger.debug, logging.Logger.info, logging.Logger.warning}
+LOG_METHODS |= {logging.Logger.warn, logging.Logger.error, logging.Logger.exception}
+LOG_METHODS |= {logging.Logger.critical, logging.Logger.log}
+
+
 def class_attribute(tx, instance, cls_var, name, index, attr):
     """A class attribute as `instance.name` sees it (CPython's descriptor protocol):
     a function becomes bound to `instance`, a property runs its getter, a classmethod is
@@ -133,6 +143,8 @@ def class_attribute(tx, instance, cls_var, name, index, attr):
         return variable(attr.__func__, "__func__")
     if isinstance(attr, classmethod):
         return variable(attr.__func__, "__func__").bound_to(cls_var)
+    if is_cpp_method(attr) or (isinstance(attr, types.FunctionType) and attr in LOG_METHODS):
+        return left_to_python(tx, owner, cls_var, name, index, attr, source)
     if isinstance(attr, types.FunctionType) or is_cached_function(attr):
         # (lru_cache's wrapper binds to an instance as a function does: `logger.warning_once`)
         function = variable(attr)
@@ -141,17 +153,6 @@ def class_attribute(tx, instance, cls_var, name, index, attr):
         return BuiltinSlotVariable(attr, owner)
     if isinstance(attr, types.ClassMethodDescriptorType):  # `MyDict.fromkeys`: dict's, given
         return BoundMethodVariable(cls_var, name)  # the class (UserClassVariable.call_method)
-    if type(attr).__name__ == "instancemethod" and type(attr).__module__ == "builtins":
-        # a method of a C++ class (pybind11 wraps each C function in an instancemethod, which
-        # binds as a Python function does): a call of it breaks, named by its class, not by
-        # pybind11's record of the function (`torch.ScriptObject._has_method`)
-        seen_from = (owner.python_type() if owner is not None else cls_var.cls).__mro__[index]
-        named = f"{seen_from.__module__}.{seen_from.__qualname__}.{name}"
-        trace = tx.trace if source is not None else None
-        function = ObjectVariable(attr.__func__, attr_of(source, "__func__"), trace, named)
-        from .callables import MethodVariable  # callables.py builds on this file
-
-        return MethodVariable(function, owner) if owner is not None else function
     getter = class_lookup(type(attr), "__get__")
     if getter is not None and isinstance(getter[1], types.FunctionType):
         # a descriptor written in Python (`functools.cached_property`): its __get__ runs
@@ -161,6 +162,28 @@ def class_attribute(tx, instance, cls_var, name, index, attr):
     # With no source, the class itself was made or found in the trace (`type(obj)` of an object
     # made here): what it holds is known from how it was made, nothing to guard.
     return variable(attr)
+
+
+def is_cpp_method(attr) -> bool:
+    """A method of a C++ class: pybind11 wraps each C function in an `instancemethod`, which
+    binds to an instance as a Python function does."""
+    return type(attr).__name__ == "instancemethod" and type(attr).__module__ == "builtins"
+
+
+def left_to_python(tx, owner, cls_var, name, index, attr, source):
+    """A method the VM does not trace (a C++ class's, a log call), bound to `owner`: a call
+    of it breaks, and names it as its class has it (`torch.ScriptObject._has_method`, not
+    after pybind11's record of the function; `logging.Logger.warning`)."""
+    from .callables import MethodVariable  # callables.py builds on this file
+
+    seen_from = (owner.python_type() if owner is not None else cls_var.cls).__mro__[index]
+    named = f"{seen_from.__module__}.{seen_from.__qualname__}.{name}"
+    trace = tx.trace if source is not None else None
+    if is_cpp_method(attr):
+        function = ObjectVariable(attr.__func__, attr_of(source, "__func__"), trace, named)
+    else:
+        function = ObjectVariable(attr, source, trace, named)
+    return MethodVariable(function, owner) if owner is not None else function
 
 
 class UserClassVariable(Variable):

@@ -21,6 +21,7 @@ import dataclasses
 import functools
 import inspect
 import itertools
+import logging
 import operator
 import typing
 from typing import NamedTuple
@@ -1971,6 +1972,26 @@ def test_item_is_a_break_with_a_reason():
         return x * n
 
     check(fn, X, graphs=2, breaks=1, reason="item")
+
+
+def test_a_log_call_is_a_break_that_logs_as_eager_does():
+    logger = logging.getLogger("minidynamo.tests.log_call")
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    logger.addHandler(handler)
+
+    def fn(x):
+        y = x.sin()
+        logger.warning("sizes %s", tuple(y.shape))
+        return y.cos()
+
+    try:
+        check(fn, X, graphs=2, breaks=1, reason="`logging.Logger.warning`")
+    finally:
+        logger.removeHandler(handler)
+    assert {r.getMessage() for r in records} == {"sizes (4, 3)"}
+    assert all(r.funcName == "fn" for r in records)  # the caller's frame, as eager's record
 
 
 def test_a_pybind11_function_is_named_as_a_user_writes_it():

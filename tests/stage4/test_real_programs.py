@@ -7,6 +7,7 @@ decorators, torchvision's in-place ReLU, PyTorch's own dynamo tests.
 import enum
 import functools
 import inspect
+import logging
 import os
 import subprocess
 import sys
@@ -629,6 +630,85 @@ def test_an_lru_cached_method_is_bound_to_its_instance():
     and the frame ran eagerly)."""
     scaled = Scaled()
     one_graph(lambda x: x * scaled.offset(2), torch.randn(3))
+
+
+@functools.lru_cache
+def cached_scale():
+    return 3
+
+
+def test_an_lru_cached_function_returned_is_the_cache_itself():
+    def fn(x):
+        return x * cached_scale(), cached_scale
+
+    result, returned = stage4_fx.compile(fn)(torch.ones(2))
+    torch.testing.assert_close(result, torch.full((2,), 3.0))
+    assert returned is cached_scale
+
+
+def test_the_state_of_an_lru_cache_is_a_break_with_a_reason():
+    def fn(x):
+        return x + cached_scale.cache_info().currsize
+
+    compiled = stage4_fx.compile(fn)
+    torch.testing.assert_close(compiled(torch.ones(2)), fn(torch.ones(2)))
+    report = stage4_fx.explain(fn)(torch.ones(2))
+    assert "`cache_info` of an lru_cache" in str(report), str(report)
+
+
+class OnceLogger(logging.Logger):
+    """Hugging Face's logger: `logging.Logger.warning_once` is an lru_cache'd function, so a
+    message is logged at its first call only (transformers/utils/logging.py)."""
+
+
+@functools.lru_cache(None)
+def warning_once(self, *args, **kwargs):
+    self.warning(*args, **kwargs)
+
+
+OnceLogger.warning_once = warning_once
+padding_logger = OnceLogger("minidynamo.tests.padding")
+
+
+def pad_to_window(x, window):  # LED's `_pad_to_window_size`
+    padding = (window - x.shape[-1] % window) % window
+    if padding > 0:
+        padding_logger.warning_once(f"padded from {x.shape[-1]} to {x.shape[-1] + padding}")
+    return F.pad(x, (0, padding))
+
+
+def padded_encoder(x):
+    y = pad_to_window(x.sin(), 8)
+    return y.cos() * 2
+
+
+def test_a_warning_logged_once_is_not_logged_again_by_the_compiled_call():
+    """The break runs the call of the lru_cache'd `warning_once` itself, whose cache says
+    the message was logged already: the VM ran the function under it (the message came
+    again, and its frame made one break more than torch.compile's)."""
+    records = []
+    handler = logging.Handler()
+    handler.emit = records.append
+    padding_logger.addHandler(handler)
+    try:
+        warning_once.cache_clear()
+        x = torch.randn(2, 5)
+        expected = padded_encoder(x)
+        assert len(records) == 1  # eager logs it, once
+        torch.testing.assert_close(stage4_fx.compile(padded_encoder)(x), expected)
+        assert len(records) == 1, [r.getMessage() for r in records]
+        ours = stage4_fx.explain(padded_encoder)(x)
+        theirs = torch._dynamo.explain(padded_encoder)(x)
+        torch._dynamo.reset()
+        counts = (ours.graph_count, ours.graph_break_count)
+        assert counts == (theirs.graph_count, theirs.graph_break_count), str(ours)
+        assert len(records) == 1, [r.getMessage() for r in records]
+        warning_once.cache_clear()  # not logged yet: the compiled call logs it, once
+        stage4_fx.reset()
+        torch.testing.assert_close(stage4_fx.compile(padded_encoder)(x), expected)
+        assert len(records) == 2
+    finally:
+        padding_logger.removeHandler(handler)
 
 
 def test_tensor_type_converts_and_names():
