@@ -22,6 +22,7 @@ from .objects import (
     BuiltinSlotVariable,
     UserClassVariable,
     UserObjectVariable,
+    bound_qualname,
     class_attribute,
 )
 from .sequences import TupleVariable
@@ -153,12 +154,16 @@ class MethodVariable(Variable):
 
 def method_attribute(method: BoundMethodVariable, name: str) -> Variable:
     """An attribute of a modelled value's method (`[].pop`, `x.add`, `"a".split`), as CPython's
-    method objects answer it: `__self__` is the value, and the names and the docstring are
-    those of the type's method (`list.pop.__qualname__` is "list.pop")."""
+    method objects answer it: `__self__` is the value, the name and the docstring are those of
+    the type's method, and the qualified name is CPython's for a bound method (`bound_qualname`:
+    `x.add.__qualname__` is "Tensor.add")."""
     if name == "__self__":
         return method.obj
-    found = getattr(method.obj.python_type(), method.name, None)
-    if name in ("__name__", "__qualname__", "__doc__") and found is not None:
+    kind = method.obj.python_type()
+    found = getattr(kind, method.name, None)
+    if name == "__qualname__" and found is not None:
+        return ConstantVariable(bound_qualname(kind, found))
+    if name in ("__name__", "__doc__") and found is not None:
         return ConstantVariable(getattr(found, name))
     raise Unsupported("unsupported_value", f"attribute {name!r} of the method {method}")
 

@@ -622,6 +622,17 @@ class UserObjectVariable(Variable):
         return f"UserObjectVariable({self.cls.__qualname__} {where})"
 
 
+def bound_qualname(cls, attr) -> str:
+    """`obj.name.__qualname__`, where `attr` is what `obj`'s class `cls` has for `name`: a C
+    method bound to an object is named after the object's class (CPython's
+    meth_get__qualname__: `x.add` is "Tensor.add", `torch.Tensor.add` "TensorBase.add"), a
+    slot wrapper after the class that defines it (wrapper_qualname: "list.__len__"), a
+    Python function by its own name."""
+    if isinstance(attr, types.MethodDescriptorType):
+        return f"{cls.__qualname__}.{attr.__name__}"
+    return attr.__qualname__
+
+
 class BuiltinSlotVariable(Variable):
     """A method of a builtin base class reached from a user class (`object.__setattr__`,
     `dict.__setitem__`, `dict.keys` of a dict subclass), bound to `obj`: the VM's version of it."""
@@ -634,12 +645,8 @@ class BuiltinSlotVariable(Variable):
             return self.obj
         if name in ("__name__", "__doc__"):
             return ConstantVariable(getattr(self.descriptor, name))
-        if name == "__qualname__":  # a method's is its object's class's (meth_get__qualname__),
-            owner = self.descriptor.__objclass__  # a slot wrapper's its own class's
-            owner = (
-                self.obj.cls if isinstance(self.descriptor, types.MethodDescriptorType) else owner
-            )
-            return ConstantVariable(f"{owner.__qualname__}.{self.descriptor.__name__}")
+        if name == "__qualname__":
+            return ConstantVariable(bound_qualname(self.obj.cls, self.descriptor))
         raise Unsupported("unsupported_value", f"attribute {name!r} of the method {self}")
 
     def call(self, tx, args, kwargs):

@@ -56,6 +56,26 @@ def test_a_method_of_a_builtin_value_has_its_name_and_its_self():
     assert check(method_names, torch.ones(2), [1, 2])[1:] == ("pop", "list.pop", True, "add")
 
 
+class Listing(list):
+    pass
+
+
+def bound_names(x, items, listing, d):
+    methods = (x.add, x.__add__, x.__repr__, x.sin, items.pop, items.__len__, d.keys)
+    methods += (listing.pop, listing.__len__, listing.__init__)
+    return x + 1, [m.__qualname__ for m in methods], [m.__name__ for m in methods]
+
+
+def test_a_bound_methods_qualname_is_cpythons():
+    """CPython names a C method bound to an object after the object's class
+    (meth_get__qualname__: `x.add` is "Tensor.add" where `torch.Tensor.add` is
+    "TensorBase.add"), a slot wrapper after the class that defines it (wrapper_qualname:
+    `listing.__len__` is "list.__len__"), a Python function by its own name."""
+    p = torch.nn.Parameter(torch.ones(2))
+    check(bound_names, torch.ones(2), [1, 2], Listing([1]), {"a": 1})
+    check(lambda p: (p * 2, p.add.__qualname__), p)
+
+
 def pop_from_empty(x):
     import unittest
 
