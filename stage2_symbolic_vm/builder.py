@@ -34,7 +34,7 @@ from .python import builtins_table, callables, dicts, iterators, objects, sequen
 from .python.annotations import is_annotation, wrap_annotation
 from .python.outside_objects import ObjectVariable, is_method_of_self
 from .python.sequences import ListVariable, TupleVariable
-from .torch_api import autocast, disabled, grad_modes, torchscript
+from .torch_api import autocast, disabled, grad_modes, torchscript, vmap
 from .torch_api.autograd_function import AutogradFunctionVariable
 from .torch_api.queries import ConstantResultVariable, torch_query
 from .variables import ConstantVariable, LazyVariable, TensorVariable, is_constant_value
@@ -192,6 +192,7 @@ WRAPPERS = (
     (objects.is_cached_function, callables.wrap_cached_function),  # functools.lru_cache
     (disabled.is_disabled_or_decorator, disabled.wrap),  # torch.compiler.disable, and its work
     (torchscript.is_script_function, torchscript.wrap_script_function),  # its Python original
+    (vmap.is_vmap, vmap.wrap_vmap),  # torch.vmap: batched aten ops in the graph
     (lambda v: isinstance(v, types.FunctionType), wrap_function),
     (lambda v: isinstance(v, types.MethodType), callables.wrap_method),
     (is_method_of_self, callables.wrap_method_of_self),  # xs.append

@@ -132,6 +132,8 @@ def make_callback(options: CompileOptions):
             if frame.code in options.disabled_codes or called_by_torch_disable():
                 options.disabled_codes.add(frame.code)  # torch.compiler.disable's function:
                 return None  # it runs as it is (torch's wrapper turns off torch's hook, not ours)
+            if torch._C._functorch.peek_interpreter_stack() is not None:  # inside eager vmap:
+                return None  # functorch's tensors, not traced; the vmap call broke, with why
             convert = functools.partial(convert_frame, options=options)
             cache = FrameCache(frame.code, convert, options.dynamic, options.fullgraph)
             options.caches[frame.code] = cache

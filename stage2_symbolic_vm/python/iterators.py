@@ -370,6 +370,9 @@ class MapIteratorVariable(IteratorVariable):
     def __init__(self, fn, iterators):
         self.fn, self.iterators = fn, iterators
 
+    def python_type(self):
+        return map
+
     def next_item(self, tx):
         items = []
         for iterator in self.iterators:
@@ -430,6 +433,9 @@ class FilterIteratorVariable(IteratorVariable):
 
     def __init__(self, fn, iterator):
         self.fn, self.iterator = fn, iterator
+
+    def python_type(self):
+        return filter
 
     def next_item(self, tx):
         while (item := self.iterator.next_item(tx)) is not None:

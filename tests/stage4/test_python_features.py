@@ -1954,6 +1954,113 @@ def test_with_user_context_manager():
     check(fn, X)
 
 
+# --- torch.vmap: traced per example, batched by torch's vmap ----------------------------------
+
+W3 = torch.randn(3, 3, generator=torch.Generator().manual_seed(3))
+
+
+def same_counts_as_torch_compile(fn, *args):
+    ours = stage4_fx.explain(fn)(*clone_args(args))
+    theirs = torch._dynamo.explain(fn)(*clone_args(args))
+    torch._dynamo.reset()
+    assert (ours.graph_count, ours.graph_break_count) == (
+        theirs.graph_count,
+        theirs.graph_break_count,
+    ), str(ours)
+
+
+@pytest.mark.parametrize(
+    ("in_dims", "out_dims"),
+    [(0, 0), ((1, 0), 0), ((0, None), 1), ((-1, 0), (1, 0)), ((0, 0), -1)],
+    ids=["zero", "in-one", "unbatched", "negative-in", "negative-out"],
+)
+def test_vmap_in_dims_and_out_dims(in_dims, out_dims):
+    def fn(x, y):
+        def pair(a, b):
+            return (a @ W3).sin() + b.sum(), a * 2
+
+        mapped = torch.vmap(pair, in_dims=in_dims, out_dims=out_dims)
+        return mapped(x if in_dims not in ((1, 0), (-1, 0)) else x.t(), y)
+
+    check(fn, X, Y)
+    same_counts_as_torch_compile(fn, X, Y)
+
+
+def test_vmap_of_nested_functions_and_closures_over_tensors():
+    def fn(x, bias):
+        scale = x.mean() + 1  # a tensor of the trace, closed over
+
+        def row(r):
+            def inner(v):  # vmap inside vmap: both batched, in one graph
+                return (v * scale + bias).relu()
+
+            return torch.vmap(inner)(r.unsqueeze(-1).expand(3, 2)).sum(0)
+
+        return torch.func.vmap(row)(x)
+
+    check(fn, X, Z[:2])
+    same_counts_as_torch_compile(fn, X, Z[:2])
+
+
+def test_vmap_of_a_partial_over_tuples_as_torch_scans_with_it():
+    # torch's generic associative_scan (Mamba's scan): vmap of a combine function on pairs
+    def combine(left, right):
+        a_left, b_left = left
+        a_right, b_right = right
+        return a_left * a_right, a_right * b_left + b_right
+
+    def fn(a, b):
+        mapped = functools.partial(torch.vmap(combine, in_dims=((0, 0), (0, 0)), out_dims=0))
+        return mapped((a[0::2], b[0::2]), (a[1::2], b[1::2]))
+
+    check(fn, X, Y)
+
+
+def test_vmap_of_a_function_with_a_side_effect_breaks_and_runs_it_once():
+    seen = []
+
+    def fn(x):
+        def record(r):
+            seen.append(r.shape)
+            return r * 2
+
+        return torch.vmap(record)(x)
+
+    check(
+        fn, X, graphs=0, breaks=1, reason="torch.vmap", setup=seen.clear, observe=lambda: len(seen)
+    )
+
+
+def test_vmap_writing_into_its_argument_breaks_and_writes_as_eager():
+    def fn(x):
+        def bump(r):
+            return r.add_(1)
+
+        return torch.vmap(bump)(x) * 2
+
+    check(fn, X, graphs=1, breaks=1, reason="torch.vmap")
+
+
+def test_vmap_with_random_ops_breaks_and_raises_as_eager():
+    def fn(x):
+        return torch.vmap(lambda r: r + torch.rand(3))(x)
+
+    compiled = stage4_fx.compile(fn)
+    with pytest.raises(RuntimeError, match="randomness"):
+        fn(X)
+    with pytest.raises(RuntimeError, match="randomness"):
+        compiled(X)
+    reasons = [str(b) for b in compiled.options.breaks]
+    assert any("torch.vmap: RuntimeError" in r and "randomness" in r for r in reasons), reasons
+
+
+def test_vmap_randomness_other_than_error_is_a_break_that_names_vmap():
+    def fn(x):
+        return torch.vmap(lambda r: r + torch.rand(3), randomness="different")(x).shape
+
+    check(fn, X, graphs=0, breaks=1, reason="torch.vmap: randomness")
+
+
 # --- breaks that are genuinely needed ----------------------------------------------------------
 
 

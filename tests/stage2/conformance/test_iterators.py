@@ -255,3 +255,14 @@ def test_an_iterator_has_no_len():
         return x + 1, outcome(len, reversed([1, 2])), outcome(len, iter({1: 2}))
 
     check(case, torch.ones(2))
+
+
+def lazy_types(x):
+    mapped, kept = map(abs, [-1, 2]), filter(None, [0, 1])
+    tests = [isinstance(mapped, (list, tuple)), type(mapped) is map, type(kept) is filter]
+    return x + 1, tests, list(mapped), list(kept)
+
+
+def test_map_and_filter_have_their_types():
+    """torch's pytree asks `isinstance(leaves, (list, tuple))` of a map (Mamba's scan)."""
+    check(lazy_types, torch.ones(2))
