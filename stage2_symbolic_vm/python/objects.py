@@ -177,7 +177,9 @@ def left_to_python(tx, owner, cls_var, name, index, attr, source):
     from .callables import MethodVariable  # callables.py builds on this file
 
     seen_from = (owner.python_type() if owner is not None else cls_var.cls).__mro__[index]
-    named = f"{seen_from.__module__}.{seen_from.__qualname__}.{name}"
+    named = f"{seen_from.__qualname__}.{name}"
+    if not named.startswith(f"{seen_from.__module__}."):  # (torch.jit.ScriptFunction's has it)
+        named = f"{seen_from.__module__}.{named}"
     trace = tx.trace if source is not None else None
     if is_cpp_method(attr):
         function = ObjectVariable(attr.__func__, attr_of(source, "__func__"), trace, named)

@@ -2128,6 +2128,19 @@ def test_a_torchscript_function_is_traced_as_its_python_original():
     check(fn, X, graphs=1, breaks=0)
 
 
+def test_a_torchscript_function_without_its_original_is_a_break_that_names_it():
+    @torch.jit.script
+    def scripted(x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+    del scripted._torchdynamo_inline  # as a function loaded by torch.jit.load has none
+
+    def fn(x):
+        return scripted(x.sin()).cos()
+
+    check(fn, X, graphs=2, breaks=1, reason="call to `torch.jit.ScriptFunction.__call__`")
+
+
 def test_a_method_of_a_cpp_class_is_bound_to_its_object_and_named_by_its_class():
     # a pybind11 class's method (an instancemethod around a C function): called with its
     # object first; a break names it as `Class.method`, not pybind11's record of it
