@@ -138,6 +138,8 @@ def batch(tx, output, start, before, out_dims, batched, device):
 
     stand_ins = [example.node for _, _, example in batched]
     captured = captured_nodes(body, [leaf.node for leaf in leaves], stand_ins)
+    if not all(isinstance(node.meta, torch.Tensor) for node in captured):
+        raise unsupported("its function uses a number computed in the trace")
 
     def per_example(*values):
         env = dict(zip([*stand_ins, *captured], values, strict=True))
@@ -149,7 +151,7 @@ def batch(tx, output, start, before, out_dims, batched, device):
     mapped = torch.vmap(per_example, in_dims=dims, out_dims=out_dims)
     fake_mode = torch._subclasses.fake_tensor.FakeTensorMode()
     with fake_mode:
-        fakes = [fake_of(arg.node.meta, device) for arg, _, _ in batched]
+        fakes = [fake_of(arg.meta, device) for arg, _, _ in batched]
         fakes += [fake_of(node.meta, device) for node in captured]
     try:  # step 2: torch's vmap of it, recorded as aten ops
         with fake_mode, torch.set_grad_enabled(tx.root().grad_enabled):  # factories: fakes

@@ -1986,6 +1986,31 @@ def test_vmap_in_dims_and_out_dims(in_dims, out_dims):
     same_counts_as_torch_compile(fn, X, Y)
 
 
+@st.composite
+def vmap_layouts(draw):
+    """A batched tensor of 1 to 3 dimensions, any in_dim of it, any out_dim of the result."""
+    shape = draw(st.lists(st.integers(1, 3), min_size=1, max_size=3))
+    ndim = len(shape)
+    in_dim = draw(st.integers(-ndim, ndim - 1))
+    out_dim = draw(st.integers(-ndim, ndim - 1))
+    return shape, in_dim, out_dim
+
+
+@given(vmap_layouts())
+def test_vmap_of_any_layout_is_eagers(layout):
+    shape, in_dim, out_dim = layout
+
+    def fn(x, w):
+        def per_example(r):
+            return (r * w[: r.shape[-1]] if r.dim() else r * w[0]).exp() - r.sum()
+
+        return torch.vmap(per_example, in_dims=in_dim, out_dims=out_dim)(x)
+
+    stage4_fx.reset()
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(len(shape)))
+    check(fn, x, Z)
+
+
 def test_vmap_of_nested_functions_and_closures_over_tensors():
     def fn(x, bias):
         scale = x.mean() + 1  # a tensor of the trace, closed over
