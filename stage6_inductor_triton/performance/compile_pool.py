@@ -46,9 +46,11 @@ stats = {"submitted": 0, "failed": 0}  # what the tests count
 
 def worker_count() -> int:
     wanted = os.environ.get("MINIDYNAMO_COMPILE_WORKERS")
-    if wanted is not None:
-        return max(0, int(wanted))
-    return min(len(os.sched_getaffinity(0)), 32)
+    if wanted is None:
+        return min(len(os.sched_getaffinity(0)), 32)
+    if not wanted.strip().isdigit():
+        raise ValueError(f"MINIDYNAMO_COMPILE_WORKERS={wanted!r}: a number of processes (0: none)")
+    return int(wanted)
 
 
 class CompilePool:

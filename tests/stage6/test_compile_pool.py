@@ -108,6 +108,9 @@ def test_no_workers_when_asked_for_none(monkeypatch):
     assert compile_pool.pool() is None
     monkeypatch.setenv("MINIDYNAMO_COMPILE_WORKERS", "3")
     assert compile_pool.worker_count() == 3
+    monkeypatch.setenv("MINIDYNAMO_COMPILE_WORKERS", "many")
+    with pytest.raises(ValueError, match="a number of processes"):
+        compile_pool.worker_count()
     monkeypatch.delenv("MINIDYNAMO_COMPILE_WORKERS")
     assert 1 <= compile_pool.worker_count() <= min(32, len(os.sched_getaffinity(0)))
 
