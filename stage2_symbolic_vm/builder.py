@@ -178,7 +178,7 @@ BY_IDENTITY = (
 # What each kind of outside value becomes, in order: the first test that holds wraps it.
 WRAPPERS = (
     (lambda v: isinstance(v, torch.Tensor), wrap_tensor),
-    (numpy_interop.is_ndarray, numpy_interop.wrap_ndarray),  # the tensor of its memory
+    (numpy_interop.is_numpy_value, numpy_interop.wrap_numpy_value),  # an ndarray: its tensor
     (lambda v: type(v) is tuple, wrap_tuple),  # before constants: an int in it may be a symbol
     (is_constant_value, wrap_constant),  # int, str, dtype, an enum, a tuple of constants
     (lambda v: type(v) is list, wrap_sequence),

@@ -349,8 +349,8 @@ def _load_size(cg: Codegen, source: SizeSource):  # a symbol's value: `torch.Ten
     )
 
 
-def _load_numpy_tensor(cg: Codegen, source: NumpyTensorSource):  # the tensor of an ndarray
-    cg.call_callable(torch.from_numpy, lambda: cg.load_source(source.base))
+def _load_numpy_tensor(cg: Codegen, source: NumpyTensorSource):  # torch.from_numpy(array)
+    cg.call_callable(getattr(torch, source.function), lambda: cg.load_source(source.base))
 
 
 SOURCE_LOADERS = {

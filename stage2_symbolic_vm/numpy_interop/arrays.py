@@ -18,6 +18,7 @@ NumpyNdarrayVariable, a TensorVariable too). Only its Python face differs:
 import collections
 import operator
 import sys
+import types
 from dataclasses import dataclass
 
 import torch
@@ -43,18 +44,43 @@ def is_ndarray(value) -> bool:
     return numpy() is not None and type(value) is numpy().ndarray
 
 
+def is_numpy_value(value) -> bool:
+    """An ndarray, a NumPy scalar (scalars.py), or a function of NumPy's written in Python that
+    torch._numpy has (`np.ones`, `np.full`): the VM calls torch._numpy's, and does not inline
+    NumPy's code, whose C calls (`empty(..., device=...)`) torch._numpy does not take."""
+    from .calls import numpy_path  # calls.py and scalars.py build on this file
+    from .scalars import is_numpy_scalar
+
+    python_function = isinstance(value, types.FunctionType) and bool(numpy_path(value))
+    return is_ndarray(value) or is_numpy_scalar(value) or python_function
+
+
+def wrap_numpy_value(tx, value, source):
+    from .. import builder  # builder.py lists this maker among its WRAPPERS
+    from .scalars import is_numpy_scalar, wrap_numpy_scalar
+
+    if is_ndarray(value):
+        return wrap_ndarray(tx, value, source)
+    if is_numpy_scalar(value):
+        return wrap_numpy_scalar(tx, value, source)
+    return builder.wrap_other(tx, value, source)  # an ObjectVariable, called by its path
+
+
 @dataclass(frozen=True)
 class NumpyTensorSource(Source):
     """The tensor that shares the memory of the ndarray at `base` (torch/_dynamo's
-    NumpyTensorSource): what the graph takes and the tensor guard checks."""
+    NumpyTensorSource), or holds the value of a NumPy scalar (`function="as_tensor"`): what
+    the graph takes and the tensor guard checks."""
 
     base: Source
+    function: str = "from_numpy"
 
     def name(self):
-        return f"B.__import__('torch').from_numpy({self.base.name()})"
+        return f"B.__import__('torch').{self.function}({self.base.name()})"
 
     def describe(self):
-        return f"the tensor of ndarray {self.base.describe()}"
+        kind = "ndarray" if self.function == "from_numpy" else "NumPy scalar"
+        return f"the tensor of {kind} {self.base.describe()}"
 
 
 def wrap_ndarray(tx, value, source):
@@ -131,8 +157,9 @@ class NdarrayVariable(TensorVariable):
         return record(tx, in_graph.method(name), [self, *args], kwargs, f"`ndarray.{name}()`")
 
     def getitem(self, tx, key):
-        from .calls import record  # calls.py builds on this file
+        from .calls import record, refuse_reversed_view  # calls.py builds on this file
 
+        refuse_reversed_view(key, "`array[::-1]`")
         return record(tx, in_graph.operator(operator.getitem), [self, key], {}, "`array[...]`")
 
     def setitem(self, tx, key, value):

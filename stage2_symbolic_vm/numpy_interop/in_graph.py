@@ -131,3 +131,12 @@ def numpy_dtype(dtype: torch.dtype):
         return numpy.dtype(tnp.dtype(dtype).name)
     except (TypeError, KeyError):
         return None
+
+
+def torch_dtype(dtype) -> torch.dtype | None:
+    """torch's dtype for NumPy's `dtype`, or None where torch has none (strings, objects,
+    dates, float128)."""
+    try:
+        return tnp.dtype(dtype.name).torch_dtype
+    except (TypeError, KeyError):
+        return None

@@ -396,6 +396,10 @@ def compare_slot(tx, fn, a, b):
         return NotImplemented
     if identity is not UNKNOWN and kind is types.BuiltinFunctionType:  # `len`, `torch.add`:
         return NotImplemented  # equal when they are one function of one object
+    from ..numpy_interop import compare_dtype  # it builds on this file
+
+    if (found := compare_dtype(fn, identity, b)) is not None:  # `a.dtype == np.float64`
+        return found
     raise Unsupported("unsupported_value", f"comparison {fn.__name__} of {a} and {b}")
 
 

@@ -72,10 +72,13 @@ class ObjectVariable(Variable):
             # torch.compile folds it; its answer is NumPy's scalar (np.float64, a float)
             args, kwargs = constant_args(args, kwargs)
             return tx.wrap_constant_result(tx.run_python(self.value, *args, **kwargs), shown)
-        from ..numpy_interop import call_function, numpy_path  # it builds on this file
+        from ..numpy_interop import call_function, draws_from_numpy_random, numpy_path
 
         if (path := numpy_path(self.identity())) is not None:  # `np.sum(a, axis=0)`
             return call_function(tx, path, args, kwargs)  # torch._numpy's, on the tensors
+        if draws_from_numpy_random(self.value):  # torch.compile breaks here too, by default
+            why = "NumPy's random generator is not traced: the graph would draw other numbers"
+            raise Unsupported("untraceable_call", f"call to `{shown}`: {why}")
         raise Unsupported("untraceable_call", f"call to `{shown}`, which the VM cannot look inside")
 
     def truth(self, tx):

@@ -130,7 +130,11 @@ def test_what_cannot_be_traced_breaks_with_its_reason():
     report = stage4_fx.explain(fn)(A)
     kinds = [(b.kind, b.reason.split(",")[0]) for b in report.break_reasons]
     assert kinds == [
-        ("untraceable_call", "call to `numpy.random.RandomState.rand`"),
+        (
+            "untraceable_call",
+            "call to `numpy.random.RandomState.rand`: NumPy's random generator is not traced: "
+            "the graph would draw other numbers",
+        ),
         ("item_call", "`ndarray.item()` reads the data of an array"),
     ], kinds
 
