@@ -48,7 +48,7 @@ class WrapperCode:
         self.kernel_params = kernel_params  # kernel name -> buffer names, in signature order
         self.namespace = {"torch": torch, "empty_strided": torch.empty_strided}
         self.namespace.update(reinterpret=reinterpret, view=view, with_layout=with_layout)
-        self.namespace.update(increment_version=torch.autograd.graph.increment_version)
+        self.namespace.update(increment_version=torch.autograd.graph.increment_version, math=math)
         self.namespace.update(graph.constants)
         self.symbols = symbol_sources(graph)  # symbol -> where the wrapper reads it
         self.lines: list[str] = []

@@ -39,6 +39,7 @@ def compile_symbolic(compiled, gm: torch.fx.GraphModule, example_inputs):
     shape_env = next(a.node.shape_env for a in args if isinstance(a, torch.SymInt))
     try:
         with symbols_of(shape_env):
+            computed_sizes().float_steps.read(gm)  # floats rounded twice (float_sizes.py)
             code = compiled.compile_graph(gm, args)
         if code.torch_reason:
             raise SymbolicUnsupported(code.torch_reason)

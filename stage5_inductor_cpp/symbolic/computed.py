@@ -23,6 +23,8 @@ own terms, and stage 3 prints that guard with Python's `//` too.
 import sympy
 from torch.utils._sympy import functions as F
 
+from .float_sizes import FLOATS, FloatSteps, float_text
+
 # sympy function -> Python source of an application, from its arguments' source.
 # ModularIndexing and torch's Mod name C's `%`, which is Python's for the non-negative
 # operands torch builds them from (indices and sizes); PythonMod and sympy's Mod are
@@ -40,10 +42,14 @@ PYTHON = {
     sympy.Min: lambda *args: f"min({', '.join(args)})",
     F.PowByNatural: lambda a, b: f"{a}**{b}",
     F.Identity: lambda a: a,
+    **FLOATS,  # sizes computed in floats (`int(1.5*float(s0))`): float_sizes.py
 }
 
 
 BOUNDS = (F.Max, F.Min, sympy.Max, sympy.Min)  # `Max(1, s0//2)` may be one of its arguments
+# the functions spelled as one call (`max(0, s0 - 3)`, `int(1.5*float(s0))`): an operand as
+# they are; the others' applications are put in parentheses (`(s0 - 1)//2`)
+CALLS = (*BOUNDS, *(f for f in FLOATS if f not in (F.IntTrueDiv, F.FloatTrueDiv)))
 
 
 def is_polynomial(expr) -> bool:
@@ -62,6 +68,7 @@ class ComputedSizes:
         self.shape_env = shape_env
         self.definitions: dict[sympy.Symbol, sympy.Expr] = {}  # ps0 -> FloorDiv(s0 - 1, 2)
         self.ours: dict[sympy.Expr, object] = {}  # a ShapeEnv's size -> ours (`size`)
+        self.float_steps = FloatSteps()  # floats the graph rounded twice (float_sizes.py)
 
     def size(self, expr):
         """A size of the ShapeEnv (`(s0 - 5)//2 + 1`) as ours: sums and products of symbols,
@@ -98,6 +105,7 @@ class ComputedSizes:
         """The symbol of a term such as `FloorDiv(s0 - 1, 2)`: a known one's where the
         ShapeEnv knows they are equal, else a new one."""
         python_text(expr)  # one that Python cannot spell raises SymbolicUnsupported
+        self.float_steps.check(expr)  # and one whose floats it cannot round as eager did
         for symbol, other in self.definitions.items():
             if value is not None and self.value(other) == value and self.equal(expr, other):
                 return symbol
@@ -134,6 +142,8 @@ def python_text(expr) -> str:
 
     if is_polynomial(expr):
         return text(expr)
+    if isinstance(expr, sympy.Float):
+        return float_text(expr)
     if expr.is_Add:
         return " + ".join(python_text(a) for a in expr.args)
     if expr.is_Mul:
@@ -142,14 +152,19 @@ def python_text(expr) -> str:
         return f"{_operand(expr.base)}**{expr.exp}"
     if type(expr) not in PYTHON:
         raise SymbolicUnsupported(f"the size {expr} has no Python spelling here")
+    if type(expr) in CALLS:  # a call's arguments need no parentheses
+        return PYTHON[type(expr)](*map(python_text, expr.args))
     return f"({PYTHON[type(expr)](*map(_operand, expr.args))})"
 
 
 def _operand(expr) -> str:
-    """`expr` as an operand of `*`, `//` or `%`: an application is in parentheses already."""
+    """`expr` as an operand of `*`, `//` or `%`: an application is a call or in parentheses
+    already, a constant is a number."""
     from .sizes import operand
 
     if is_polynomial(expr):
         return operand(expr)
     written = python_text(expr)
-    return written if type(expr) in PYTHON else f"({written})"
+    if type(expr) in PYTHON or (isinstance(expr, sympy.Float) and expr >= 0):
+        return written
+    return f"({written})"

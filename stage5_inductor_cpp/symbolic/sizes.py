@@ -126,9 +126,10 @@ def call_now(target, args, kwargs):
     in as torch's SymInts, and come out as expressions."""
     leaves = pytree.tree_leaves((args, kwargs))
     if not any(map(is_symbolic, leaves)):
-        return target(*args, **kwargs)
-    args, kwargs = pytree.tree_map(as_symint, (args, kwargs))
-    return pytree.tree_map(as_size, target(*args, **kwargs))
+        result = target(*args, **kwargs)  # a float of symbols (`SymFloat`) goes in as it is
+    else:
+        result = target(*pytree.tree_map(as_symint, args), **pytree.tree_map(as_symint, kwargs))
+    return pytree.tree_map(as_size, result)  # `int(0.5*x.size(0))` is a SymInt too
 
 
 def is_symbolic(value) -> bool:

@@ -5,6 +5,7 @@ division is a symbol of its own (`ps0`) in the IR; the wrapper computes it in Py
 the kernels take it as an argument, so one compile serves every image size.
 """
 
+import math
 import operator
 
 import pytest
@@ -47,6 +48,15 @@ CASES = {
     sf.Min: (lambda a: (a - 5, 1), range(0, 9)),
     sf.PowByNatural: (lambda a: (a, 2), range(0, 9)),
     sf.Identity: (lambda a: (a + 1,), range(0, 9)),
+    # sizes computed in floats (float_sizes.py): truncation towards zero, floor, ceiling,
+    # rounding half to even, and true divisions, each of the doubles eager has
+    sf.ToFloat: (lambda a: (a,), range(0, 9)),
+    sf.TruncToInt: (lambda a: (0.7 * sf.ToFloat(a - 10),), range(0, 20)),
+    sf.FloorToInt: (lambda a: (0.1 * sf.ToFloat(a - 10),), range(0, 20)),
+    sf.CeilToInt: (lambda a: (0.1 * sf.ToFloat(a - 10),), range(0, 20)),
+    sf.RoundToInt: (lambda a: (0.5 * sf.ToFloat(a),), range(0, 20)),
+    sf.IntTrueDiv: (lambda a: (a, 7), range(0, 20)),
+    sf.FloatTrueDiv: (lambda a: (sf.ToFloat(a), 2.5), range(0, 20)),
 }
 
 
@@ -59,7 +69,9 @@ def test_each_function_prints_as_python_computes_it(function):
     expr = function(*make(a))
     written = python_text(expr)
     for value in values:
-        assert eval(written, {"a": value}) == int(expr.xreplace({a: value})), (written, value)
+        exact = sympy.sympify(expr.xreplace({a: value}))
+        expected = int(exact) if exact.is_Integer else float(exact)
+        assert eval(written, {"a": value, "math": math}) == expected, (written, value)
 
 
 def test_every_function_of_the_table_is_tested():
@@ -86,8 +98,8 @@ def test_sizes_python_cannot_spell_are_refused_with_their_name():
     env = ShapeEnv()
     with sizes.symbols_of(env):
         s0 = symbol(env, 9)
-        with pytest.raises(sizes.SymbolicUnsupported, match="TruncToInt"):
-            sizes.computed_sizes().size(sf.TruncToInt(sf.ToFloat(s0) * 1.5))
+        with pytest.raises(sizes.SymbolicUnsupported, match="FloatPow"):  # a float's power
+            sizes.computed_sizes().size(sf.FloorToInt(sf.FloatPow(sf.ToFloat(s0), 0.5)))
 
 
 def test_symbolic_loops_are_collapsed_only_as_deep_as_the_threads_need(monkeypatch):

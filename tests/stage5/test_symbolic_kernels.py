@@ -116,18 +116,18 @@ def test_a_decision_on_a_symbol_is_guarded():
 
 
 def test_sizes_a_kernel_cannot_take_compile_per_size_and_say_why(caplog):
-    """Scaling by 1.5 gives `TruncToInt(1.5*ToFloat(s))` rows, a size computed in floats
-    that our kernels do not take (floor division they do: test_computed_sizes.py), so each
-    size gets its own specialisation, and the log says so."""
+    """A square root gives `TruncToInt(FloatPow(ToFloat(s), 0.5))` rows, a size computed in
+    floats that the wrapper does not compute (a product by 1.5 it does: test_float_sizes.py),
+    so each size gets its own specialisation, and the log says so."""
 
-    def upsampled(x):
-        return F.interpolate(x, scale_factor=1.5) + 1
+    def first_root(x):
+        return x[: int(x.size(0) ** 0.5)] + 1
 
     backend = KeepGraphs()
-    compiled = stage4_fx.compile(upsampled, backend=backend)
+    compiled = stage4_fx.compile(first_root, backend=backend)
     with caplog.at_level(logging.INFO, logger="minidynamo.recompiles"):
         for rows in (4, 5, 6, 7):
-            assert_same_as_eager(compiled, upsampled, torch.randn(1, 2, rows, 3))
+            assert_same_as_eager(compiled, first_root, torch.randn(rows, 3))
     graph = backend.graphs[1]
     assert graph.symbolic is None
     assert "one specialisation per size" in graph.per_size_reason

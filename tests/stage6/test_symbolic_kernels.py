@@ -12,6 +12,7 @@ from stage6_inductor_triton import compile_fx
 from tests.oracle import assert_same_as_eager
 from tests.stage5.helpers import KeepGraphs
 from tests.stage5.test_computed_sizes import NEWER_SHAPE_ENV, every_other, pooled
+from tests.stage5.test_float_sizes import assert_one_symbolic_compile, nearest
 from tests.stage5.test_symbolic_kernels import PROGRAMS
 from tests.stage6.helpers import DEVICES
 
@@ -63,3 +64,16 @@ def test_a_computed_size_is_a_kernel_argument(fn, device):
     code = backend.graphs[1].symbolic
     assert code is not None, backend.graphs[1].per_size_reason
     assert "ps0 = " in code.wrapper_source and "ps0" in code.source
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_a_size_computed_in_floats_is_a_kernel_argument(device):
+    """`interpolate(x, scale_factor=1.5)` (stage 5's test_float_sizes.py): the launcher
+    computes `int(1.5*float(s0))` as eager does, and the Triton kernel takes it."""
+    backend = KeepGraphs(compile_fx)
+    compiled = stage4_fx.compile(nearest, backend=backend)
+    for side in (6, 7, 9, 13):
+        assert_same_as_eager(compiled, nearest, torch.randn(1, 2, side, side + 3, device=device))
+    assert_one_symbolic_compile(backend)
+    code = backend.graphs[1].symbolic
+    assert "int(1.5*float(s" in code.wrapper_source and "ps0" in code.source
