@@ -60,7 +60,7 @@ class CppOverrides(OpOverrides):
         "floor": "std::floor({0})", "ceil": "std::ceil({0})", "trunc": "std::trunc({0})",
         "round": "std::nearbyint({0})", "isnan": "std::isnan({0})",
         "maximum": "max_propagate_nan({0}, {1})", "minimum": "min_propagate_nan({0}, {1})",
-        "remainder": "remainder_python({0}, {1})",
+        "remainder": "remainder_python({0}, {1})", "truncdiv": "{0} / {1}",
         "logical_and": "{0} && {1}", "logical_or": "{0} || {1}", "logical_not": "!{0}",
         "where": "{0} ? {1} : {2}", "fma": "std::fma({0}, {1}, {2})",
         "indirect_indexing": "{0} < 0 ? {0} + {1} : {0}",

@@ -91,7 +91,7 @@ class TritonOverrides(OpOverrides):
         "trunc": "libdevice.trunc({0})", "round": "libdevice.nearbyint({0})",
         "isnan": "{0} != {0}", "maximum": "elementwise_maximum({0}, {1})",
         "minimum": "elementwise_minimum({0}, {1})",
-        "remainder": "remainder({0}, {1})",
+        "remainder": "remainder({0}, {1})", "truncdiv": "{0} // {1}",  # ints: C's division
         "logical_and": "{0} & {1}", "logical_or": "{0} | {1}", "logical_not": "{0} == 0",
         "where": "tl.where({0}, {1}, {2})", "fma": "libdevice.fma({0}, {1}, {2})",
         "indirect_indexing": "tl.where({0} < 0, {0} + {1}, {0})",

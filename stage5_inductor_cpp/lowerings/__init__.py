@@ -9,7 +9,7 @@ imports them all):
     copies.py          casts and copies: `to`, `float`, `clone`, `contiguous`
     reductions.py      max and min with their indices, argmax, argmin
     decompositions.py  composite ops from simple ones: softmax, the norms, gelu, ...
-    pooling.py         windows over images: max and average pooling
+    pooling.py         windows over images: max and average pooling, adaptive ones too
     gather.py          reads at positions a tensor holds: embedding, gather, x[idx]
     factories.py       tensors made from sizes alone: zeros, full, arange
 """

@@ -7,6 +7,10 @@ whose loads `ops.masked` keeps inside the input where the window hangs over the 
 Inductor unrolls the window's loads instead (torch/_inductor/lowering.py); a reduction
 keeps the kernel's size independent of the window's.
 
+Adaptive pooling's windows (`adaptive_avg_pool2d(x, (7, 7))`) start where the kernel
+computes they do, per output, since `floor(i*n/o)` is no affine index; their loads go
+through an index variable, as a gather's do (`_adaptive_window`).
+
 The output's size (with `ceil_mode`) and the errors of bad arguments are torch's own:
 the op runs on a meta tensor first.
 """
@@ -18,7 +22,7 @@ import torch.nn.functional as F
 
 from ..ir import Index, Pointwise, Reduction, ops
 from ..lowering import Fallback, loader_for, register, upcast
-from ..symbolic.sizes import as_sizes, as_symints, decide, is_symbolic
+from ..symbolic.sizes import as_sizes, as_symints, decide, floordiv, is_symbolic
 
 
 def _pair(value):
@@ -155,19 +159,108 @@ def _window_count(o, size, kernel, stride, padding, count_padding):
     return ops.sub(ops.minimum(end, c(size)), ops.maximum(start, c(0)))
 
 
-@register("adaptive_avg_pool2d", same_dtype=True)
-def adaptive_avg_pool2d(graph, out, x, output_size):
-    """Output `i` averages input `floor(i*n/o)` to `ceil((i+1)*n/o)`: when `o` divides `n`,
-    windows of `n/o` at a stride of `n/o`, an `avg_pool2d` (and for `(1, 1)` a mean). With
-    symbolic sizes, only `o == 1` is known to divide them all: a window of the whole input
-    (a ResNet's head) for every size; other outputs call torch."""
+# ----------------------------------------------------------------------------- adaptive
+
+
+def _adaptive_ranges(fn, x, output_size, dims: int):
+    """Eager's output size, and the input's and output's spatial sizes (the last `dims`)."""
     if not x.dtype.is_floating_point:
-        raise Fallback("adaptive_avg_pool2d of integers: torch")
-    ranges = _output_ranges(F.adaptive_avg_pool2d, x, output_size)
-    sizes, outputs = x.ranges[-2:], ranges[-2:]
-    if any(is_symbolic(n) and o != 1 for n, o in zip(sizes, outputs, strict=True)):
-        raise Fallback(f"adaptive_avg_pool2d of {list(sizes)} to {list(outputs)}: symbolic")
-    if 0 in outputs or any(n % o for n, o in zip(sizes, outputs, strict=True)):
-        raise Fallback(f"adaptive_avg_pool2d of {list(sizes)} to {list(outputs)}: windows differ")
-    kernel = tuple(n if o == 1 else n // o for n, o in zip(sizes, outputs, strict=True))
-    return _average(graph, out, x, ranges, kernel, kernel, (0, 0), True, None)
+        raise Fallback(f"{fn.__name__} of {x.dtype}: torch")
+    ranges = _output_ranges(fn, x, output_size)
+    sizes, outputs = x.ranges[-dims:], ranges[-dims:]
+    if 0 in outputs:
+        raise Fallback(f"{fn.__name__} to an empty output: torch")
+    return ranges, sizes, outputs
+
+
+def _evenly(sizes, outputs) -> bool:
+    """Whether every window has one size and stride (`n/o`): `o` divides `n`, or is 1."""
+    return all(
+        o == 1 or (not (is_symbolic(n) or is_symbolic(o)) and n % o == 0)
+        for n, o in zip(sizes, outputs, strict=True)
+    )
+
+
+def _adaptive_window(graph, x, ranges, dims: int, padded_with):
+    """`inner_fn(idx, ridx)` of a reduction over adaptive windows, the window's largest size
+    per dim (the reduction's ranges), and `bounds(i, n, o)`.
+
+    Output `i` of `o` pools input `floor(i*n/o)` up to `ceil((i+1)*n/o)`, a window of at most
+    `ceil((n + o - 1)/o)` (inductor's `h_kernel_max`): for `n < o` too, where windows of one
+    or two inputs repeat. Its start is no affine index: the kernel computes it (`truncdiv`,
+    which is floor division for these non-negative numbers) and loads at it through an index
+    variable, as a gather does; window elements past its end are masked. With symbolic sizes
+    the largest window is a computed size, so one kernel serves every size; inductor asks for
+    the sizes' values instead (`guard_int`), and compiles once per size."""
+    x = graph.realize_preferred(x) if isinstance(x, Pointwise) else x
+    load = loader_for(x, x.ranges, upcast(x.dtype))
+    sizes, outputs = x.ranges[-dims:], ranges[-dims:]
+    kernel = tuple(floordiv(n + 2 * o - 2, o) for n, o in zip(sizes, outputs, strict=True))
+
+    def bounds(i, n, o):
+        start = ops.truncdiv(ops.index_expr(i * n, torch.int64), _int(o))
+        end = ops.truncdiv(ops.index_expr(i * n + (n + o - 1), torch.int64), _int(o))
+        return start, end
+
+    def inner_fn(idx, ridx):
+        source, inside = [], None
+        for i, r, n, o in zip(idx[-dims:], ridx, sizes, outputs, strict=True):
+            start, end = bounds(i, n, o)
+            within = ops.lt(ops.add(start, ops.index_expr(r, torch.int64)), end)
+            inside = within if inside is None else ops.logical_and(inside, within)
+            source.append(Index.var(ops.indirect_indexing(start, n)) + r)
+        return ops.masked(inside, lambda: load([*idx[:-dims], *source]), padded_with)
+
+    return inner_fn, kernel, bounds
+
+
+def _adaptive_avg_pool(dims: int):
+    fn = getattr(F, f"adaptive_avg_pool{dims}d")
+
+    def adaptive_avg_pool(graph, out, x, output_size):
+        """Windows of one size (`o` divides `n`: a ResNet's head, to 1x1, for every size) are
+        an `avg_pool2d`; the rest sum their adaptive window and divide by its size, per dim
+        as eager's kernel does (`sum / kh / kw`)."""
+        ranges, sizes, outputs = _adaptive_ranges(fn, x, output_size, dims)
+        if dims == 2 and _evenly(sizes, outputs):
+            kernel = tuple(n if o == 1 else n // o for n, o in zip(sizes, outputs, strict=True))
+            return _average(graph, out, x, ranges, kernel, kernel, (0, 0), True, None)
+        acc = upcast(x.dtype)
+        window, kernel, bounds = _adaptive_window(graph, x, ranges, dims, 0.0)
+        total = graph.add_buffer(Reduction(acc, ranges, kernel, "sum", window, acc)).loader()
+
+        def inner_fn(idx):
+            value = total(idx)
+            for i, n, o in zip(idx[-dims:], sizes, outputs, strict=True):
+                start, end = bounds(i, n, o)
+                value = ops.truediv(value, ops.to_dtype(ops.sub(end, start), acc))
+            return ops.to_dtype(value, out.dtype)
+
+        return Pointwise(out.dtype, ranges, inner_fn)
+
+    return adaptive_avg_pool
+
+
+def _adaptive_max_pool(dims: int):
+    fn = getattr(F, f"adaptive_max_pool{dims}d")
+
+    def adaptive_max_pool(graph, out, x, output_size, return_indices=False):
+        """NaN wins, as in eager's kernel (`val > max || isnan(val)`)."""
+        if return_indices:
+            raise Fallback(f"{fn.__name__} with indices: torch")
+        ranges, sizes, outputs = _adaptive_ranges(fn, x, output_size, dims)
+        acc = upcast(x.dtype)
+        if dims == 2 and _evenly(sizes, outputs):
+            kernel = tuple(n if o == 1 else n // o for n, o in zip(sizes, outputs, strict=True))
+            window = _window(graph, x, ranges, kernel, kernel, (0, 0), (1, 1), -float("inf"))
+        else:
+            window, kernel, _ = _adaptive_window(graph, x, ranges, dims, -float("inf"))
+        return graph.realize_preferred(Reduction(x.dtype, ranges, kernel, "max", window, acc))
+
+    return adaptive_max_pool
+
+
+# torch.adaptive_max_pool1d returns the indices too: only torch.nn.functional's are these.
+for _dims in (1, 2, 3):
+    register(f"adaptive_avg_pool{_dims}d", same_dtype=True)(_adaptive_avg_pool(_dims))
+    register(getattr(F, f"adaptive_max_pool{_dims}d"), same_dtype=True)(_adaptive_max_pool(_dims))

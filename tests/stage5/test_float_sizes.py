@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import stage4_fx
+from stage5_inductor_cpp import compile_fx
 from tests.oracle import assert_same_as_eager
 from tests.stage5.helpers import KeepGraphs
 
@@ -54,16 +55,9 @@ MODES = {
 }
 
 
-@settings(max_examples=12, deadline=None)
-@given(
-    mode=st.sampled_from(sorted(MODES)),
-    recompute=st.sampled_from([None, False, True]),
-    scales=st.tuples(st.floats(0.5, 3.0), st.floats(0.5, 3.0)),
-    sides=st.lists(st.tuples(st.integers(4, 40), st.integers(4, 40)), min_size=2, max_size=4),
-)
-def test_interpolate_by_random_scales_equals_eager_with_one_symbolic_compile(
-    mode, recompute, scales, sides
-):
+def check_interpolate(mode, recompute, scales, sides, compile=compile_fx, device="cpu"):
+    """`interpolate` by `scales` checked against eager at each size of `sides`, after a first
+    call at other sizes; one symbolic graph served them all."""
     stage4_fx.reset()
 
     def resized(x):
@@ -71,11 +65,28 @@ def test_interpolate_by_random_scales_equals_eager_with_one_symbolic_compile(
         scaled = F.interpolate(x, scale_factor=scales, recompute_scale_factor=recompute, **kwargs)
         return scaled * 2
 
+    backend = KeepGraphs(compile)
+    compiled = stage4_fx.compile(resized, backend=backend)
     # the first call's sizes are none of the later ones': both dims are symbols from the second
     # on (a dim becomes one when it changes); every size scales to at least 2 (torch keeps a
     # size of 1 static: a trace that saw one guards it)
-    backend = compiled_over(resized, [(1, 2, h, w) for h, w in [(3, 3), *sides]])
+    for h, w in [(3, 3), *sides]:
+        assert_same_as_eager(compiled, resized, torch.randn(1, 2, h, w, device=device))
     assert_one_symbolic_compile(backend)
+
+
+MODE = st.sampled_from(sorted(MODES))
+RECOMPUTE = st.sampled_from([None, False, True])
+SCALES = st.tuples(st.floats(0.5, 3.0), st.floats(0.5, 3.0))
+SIDES = st.lists(st.tuples(st.integers(4, 40), st.integers(4, 40)), min_size=2, max_size=4)
+
+
+@settings(max_examples=12, deadline=None)
+@given(mode=MODE, recompute=RECOMPUTE, scales=SCALES, sides=SIDES)
+def test_interpolate_by_random_scales_equals_eager_with_one_symbolic_compile(
+    mode, recompute, scales, sides
+):
+    check_interpolate(mode, recompute, scales, sides)
 
 
 ROUNDINGS = {"int": int, "floor": math.floor, "ceil": math.ceil, "round": round}

@@ -124,7 +124,7 @@ EXTERNS = {
     "sort": lambda a: a.sort(1).values.exp(), "many_cat": lambda a: torch.cat([a] * 9),
     "cat_promotes": lambda a: torch.cat([a, (a * 4).long()], -1) + 1,
     "long_cumsum": lambda a: a.reshape(-1).repeat(30).cumsum(0),
-    "adaptive_pool_uneven": lambda a: F.adaptive_avg_pool2d(a[None], (4, 3)),
+    "adaptive_pool_indices": lambda a: F.adaptive_max_pool2d(a[None], 3, return_indices=True),
     "list_index": lambda a: a[[0, 2]],
     "slice_scatter_step": lambda a: torch.slice_scatter(a, a[:, ::2] * 2, 1, 0, None, 2),
     "batch_norm_training": lambda a: F.batch_norm(a, None, None, training=True),
@@ -203,6 +203,15 @@ POOLS = {
     "adaptive_pool": lambda a: F.adaptive_avg_pool2d(a, (1, 1)),
     "adaptive_pool_even": lambda a: F.adaptive_avg_pool2d(a, (7, 3)),
     "adaptive_pool_none": lambda a: F.adaptive_avg_pool2d(a, (None, 1)).flatten(1),
+    # windows of more than one size: their bounds are computed per output
+    "adaptive_pool_uneven": lambda a: F.adaptive_avg_pool2d(a[0], (4, 3)),
+    "adaptive_pool_larger": lambda a: F.adaptive_avg_pool2d(a, (10, 12)),
+    "adaptive_max_pool": lambda a: F.adaptive_max_pool2d(a, (7, 3)),
+    "adaptive_max_pool_uneven": lambda a: F.adaptive_max_pool2d(a, (4, 5)),
+    "adaptive_pool_1d": lambda a: F.adaptive_avg_pool1d(a[0], 4),
+    "adaptive_max_pool_1d": lambda a: F.adaptive_max_pool1d(a[0], 5),
+    "adaptive_pool_3d": lambda a: F.adaptive_avg_pool3d(a, (2, 4, 3)),
+    "adaptive_max_pool_3d": lambda a: F.adaptive_max_pool3d(a.exp(), (3, 4, 5)),
     "channels_last": lambda a: F.max_pool2d(a.contiguous(memory_format=torch.channels_last), 2),
 }
 

@@ -6,10 +6,14 @@ reduction loops (`range(0, s77, RBLOCK)`: a symbolic row is never persistent) us
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import stage4_fx
 from stage6_inductor_triton import compile_fx
 from tests.oracle import assert_same_as_eager
+from tests.stage5 import test_adaptive_pooling as adaptive
+from tests.stage5 import test_float_sizes as float_sizes
 from tests.stage5.helpers import KeepGraphs
 from tests.stage5.test_computed_sizes import NEWER_SHAPE_ENV, every_other, pooled
 from tests.stage5.test_float_sizes import assert_one_symbolic_compile, nearest
@@ -77,3 +81,28 @@ def test_a_size_computed_in_floats_is_a_kernel_argument(device):
     assert_one_symbolic_compile(backend)
     code = backend.graphs[1].symbolic
     assert "int(1.5*float(s" in code.wrapper_source and "ps0" in code.source
+
+
+# Stage 5's property tests of adaptive pools and of sizes computed in floats, through the
+# Triton backend: fewer examples, as the interpreter runs each kernel in Python.
+@pytest.mark.parametrize("device", DEVICES)
+@settings(max_examples=8, deadline=None)
+@given(name=st.sampled_from(sorted(adaptive.POOLS)), output=adaptive.POOLS_TO, sides=adaptive.SIDES)
+def test_adaptive_pools_equal_eager_at_random_sizes_with_one_symbolic_compile(
+    name, output, sides, device
+):
+    adaptive.check_pool_over_sizes(name, output, sides, compile_fx, device)
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@settings(max_examples=6, deadline=None)
+@given(
+    mode=float_sizes.MODE,
+    recompute=float_sizes.RECOMPUTE,
+    scales=float_sizes.SCALES,
+    sides=float_sizes.SIDES,
+)
+def test_interpolate_by_random_scales_equals_eager_with_one_symbolic_compile(
+    mode, recompute, scales, sides, device
+):
+    float_sizes.check_interpolate(mode, recompute, scales, sides, compile_fx, device)
