@@ -15,6 +15,7 @@ elements it cannot decide, with the evidence; they are left out for that op only
 
 import dataclasses
 import functools
+import itertools
 import math
 from collections.abc import Callable
 
@@ -221,6 +222,45 @@ def windows_with_zeros_of_both_signs(x):
     return zero & pooled((x == 0) & x.signbit()) & pooled((x == 0) & ~x.signbit())
 
 
+def adaptive_windows(x, output, padded_with):
+    """The values that each adaptive window of x's last `len(output)` dims pools, one row per
+    output element (`[..., *output, elements]`), padded to the longest."""
+    dims = len(output)
+    spans = [
+        [(i * n // o, -(-(i + 1) * n // o)) for i in range(o)]
+        for n, o in zip(x.shape[-dims:], output, strict=True)
+    ]
+    rows = [
+        x[(..., *[slice(a, b) for a, b in starts])].flatten(x.dim() - dims)
+        for starts in itertools.product(*spans)
+    ]
+    longest = max(row.shape[-1] for row in rows)
+    rows = [F.pad(row, (0, longest - row.shape[-1]), value=padded_with) for row in rows]
+    return torch.stack(rows, -2).unflatten(-2, output)
+
+
+def adaptive_sums_differ(output):
+    """`order_dependent_sum` of the adaptive windows that `adaptive_avg_pool` sums."""
+
+    def differs(x):
+        windows = adaptive_windows(x, output, 0.0)
+        return order_dependent_sum(windows.flatten(0, -2)).reshape(windows.shape[:-1])
+
+    return differs
+
+
+def adaptive_zeros_of_both_signs(output):
+    """Adaptive windows (`adaptive_max_pool`'s) whose largest value is 0.0 and -0.0 both."""
+
+    def differs(x):
+        windows = adaptive_windows(x, output, -INF)
+        zeros = windows == 0
+        both = (zeros & windows.signbit()).any(-1) & (zeros & ~windows.signbit()).any(-1)
+        return (windows.amax(-1) == 0) & both
+
+    return differs
+
+
 def _columns(differs):
     return lambda x: differs(x.t())
 
@@ -417,6 +457,23 @@ REDUCTIONS = {
     ),
     "adaptive_avg_pool": Op(
         lambda x: F.adaptive_avg_pool2d(x[None], (1, 1))[0, 0], eager_differs=_whole(_sum)
+    ),
+    # windows of three and four rows, two and three columns (pooling.py's adaptive windows)
+    "adaptive_avg_pool_uneven": Op(
+        lambda x: F.adaptive_avg_pool2d(x[None], (6, 2))[0],
+        eager_differs=adaptive_sums_differ((6, 2)),
+    ),
+    "adaptive_avg_pool_1d": Op(
+        lambda x: F.adaptive_avg_pool1d(x[None], 3)[0], eager_differs=adaptive_sums_differ((3,))
+    ),
+    "adaptive_avg_pool_3d": Op(
+        lambda x: F.adaptive_avg_pool3d(x[None, None], (1, 6, 2))[0, 0],
+        eager_differs=adaptive_sums_differ((6, 2)),
+    ),
+    "adaptive_max_pool": Op(
+        lambda x: F.adaptive_max_pool2d(x[None], (6, 2))[0],
+        exact=True,
+        eager_differs=adaptive_zeros_of_both_signs((6, 2)),
     ),
 }
 
