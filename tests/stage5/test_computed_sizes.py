@@ -263,7 +263,8 @@ def test_a_conv_pool_net_at_five_image_sizes_compiles_twice_and_equals_eager():
 
 
 # Steps of random image programs: each a function of one 4-d tensor whose sizes are
-# floor divisions of the input's (windows, strides, slices), or pointwise between them.
+# floor divisions of the input's (windows, strides, slices), adaptive windows, sizes scaled in
+# floats, or pointwise between them.
 STEPS = {
     "max_pool": lambda x: F.max_pool2d(x, 3, 2, 1),
     "max_pool_2": lambda x: F.max_pool2d(x, 2),
@@ -275,6 +276,9 @@ STEPS = {
     "relu_add": lambda x: x.relu() + x.sin(),
     "mean_keep": lambda x: x - x.mean((2, 3), keepdim=True),
     "adaptive": lambda x: F.adaptive_avg_pool2d(x, 1) * x[..., :1, :1],
+    "adaptive_uneven": lambda x: F.adaptive_avg_pool2d(x, (3, 5)),
+    "adaptive_max": lambda x: F.adaptive_max_pool2d(x, 4),
+    "upsample": lambda x: F.interpolate(x, scale_factor=1.5, mode="bilinear"),
 }
 
 
