@@ -7,6 +7,7 @@ import torch
 
 from ..ir import BufferView
 from ..lowering import make_pointwise, register
+from ..symbolic.sizes import as_symints
 
 
 def copy_of(x):
@@ -20,9 +21,11 @@ def is_contiguous_as(x, memory_format) -> bool:
         return True  # a value not in memory yet lands wherever its readers want it
     if memory_format == torch.contiguous_format:
         return x.layout.is_contiguous()
-    layout = x.layout  # a stride-only meta tensor answers for channels_last(_3d)
-    probe = torch.empty_strided(layout.size, layout.stride, dtype=layout.dtype, device="meta")
-    return probe.is_contiguous(memory_format=memory_format)
+    layout = x.layout  # a stride-only meta tensor answers for channels_last(_3d), and the
+    # ShapeEnv guards its answer where the sizes are symbols (symbolic/sizes.py)
+    size, stride = as_symints(layout.size), as_symints(layout.stride)
+    probe = torch.empty_strided(size, stride, dtype=layout.dtype, device="meta")
+    return bool(probe.is_contiguous(memory_format=memory_format))
 
 
 # torch.Tensor.to's `copy` and `memory_format`, by position: `x.to(dtype, non_blocking,

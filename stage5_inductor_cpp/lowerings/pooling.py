@@ -22,7 +22,7 @@ import torch.nn.functional as F
 
 from ..ir import Index, Pointwise, Reduction, ops
 from ..lowering import Fallback, loader_for, register, upcast
-from ..symbolic.sizes import as_sizes, as_symints, decide, floordiv, is_symbolic
+from ..symbolic.sizes import as_sizes, as_symint, as_symints, decide, floordiv, is_symbolic
 
 
 def _pair(value):
@@ -166,7 +166,9 @@ def _adaptive_ranges(fn, x, output_size, dims: int):
     """Eager's output size, and the input's and output's spatial sizes (the last `dims`)."""
     if not x.dtype.is_floating_point:
         raise Fallback(f"{fn.__name__} of {x.dtype}: torch")
-    ranges = _output_ranges(fn, x, output_size)
+    if isinstance(output_size, (tuple, list)):  # `(x.size(2) // 2, 3)`: sizes as torch takes them
+        output_size = as_symints(output_size)
+    ranges = _output_ranges(fn, x, as_symint(output_size))
     sizes, outputs = x.ranges[-dims:], ranges[-dims:]
     if 0 in outputs:
         raise Fallback(f"{fn.__name__} to an empty output: torch")

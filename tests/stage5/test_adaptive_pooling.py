@@ -105,3 +105,18 @@ def test_static_even_windows_keep_the_average_pool_kernel():
     compiled = stage4_fx.compile(fn, backend=backend)
     assert_same_as_eager(compiled, fn, torch.randn(2, 3, 14, 9))
     assert "/ 7L" not in backend.graphs[0].last.source  # no window bound computed
+
+
+def half_grid(x):
+    """An output size of symbols (`s0//2` rows), of a channels-last input: `contiguous` asks
+    a meta tensor of symbolic strides whether it is so already (lowerings/copies.py)."""
+    x = x.contiguous(memory_format=torch.channels_last)
+    return F.adaptive_avg_pool2d(x, (x.size(2) // 2, 3)) + 1
+
+
+def test_an_output_size_of_symbols_of_a_channels_last_input():
+    backend = KeepGraphs()
+    compiled = stage4_fx.compile(half_grid, backend=backend)
+    for side in (17, 9, 12, 5, 23):
+        assert_same_as_eager(compiled, half_grid, torch.randn(2, 3, side, side + 1))
+    assert not symbolic_graph(backend).extern_names
