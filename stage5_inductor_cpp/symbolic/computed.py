@@ -68,7 +68,7 @@ class ComputedSizes:
         self.shape_env = shape_env
         self.definitions: dict[sympy.Symbol, sympy.Expr] = {}  # ps0 -> FloorDiv(s0 - 1, 2)
         self.ours: dict[sympy.Expr, object] = {}  # a ShapeEnv's size -> ours (`size`)
-        self.float_steps = FloatSteps()  # floats the graph rounded twice (float_sizes.py)
+        self.float_steps = FloatSteps(shape_env)  # floats the graph rounded twice (float_sizes.py)
 
     def size(self, expr):
         """A size of the ShapeEnv (`(s0 - 5)//2 + 1`) as ours: sums and products of symbols,

@@ -74,7 +74,8 @@ class FloatSteps:
     """The floats the graph's own arithmetic computed from a float rounded already (`(s0 *
     0.1) * 3`), which the trace may have folded into one rounding (`0.3*ToFloat(s0)`)."""
 
-    def __init__(self):
+    def __init__(self, shape_env):
+        self.shape_env = shape_env
         self.rounded_twice: set = set()
 
     def read(self, gm):
@@ -90,7 +91,8 @@ class FloatSteps:
 
     def check(self, expr):
         """Raise `RoundedTwice` unless Python computes `expr` as eager did."""
-        if any(expr.has(twice) for twice in self.rounded_twice):
+        # in the ShapeEnv's settled terms, as the size is (sizes.py's `as_size`)
+        if any(expr.has(self.shape_env.replace(twice)) for twice in self.rounded_twice):
             raise RoundedTwice(
                 f"the size {expr} rounds floats more than once, in steps the trace folded "
                 "into one (eager rounds after each)"
