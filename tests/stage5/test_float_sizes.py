@@ -95,10 +95,12 @@ ROUNDINGS = {"int": int, "floor": math.floor, "ceil": math.ceil, "round": round}
 @settings(max_examples=12, deadline=None)
 @given(
     rounding=st.sampled_from(sorted(ROUNDINGS)),
-    factor=st.floats(0.25, 0.95),
+    factor=st.floats(0.25, 0.75),
     sides=st.lists(st.integers(9, 200), min_size=2, max_size=5),
 )
 def test_a_size_times_a_float_rounded_to_an_int_equals_eager(rounding, factor, sides):
+    """Every size keeps from 2 elements to 2 fewer than it has: a slice to its end (`x[:s0]`)
+    is a guard of its own (`ceil(0.95*s0) >= s0` holds to 20 elements), and a size of 1 too."""
     stage4_fx.reset()
 
     def head(x):
@@ -147,4 +149,15 @@ def quarter_by_division(x):
 
 def test_a_true_division_of_sizes_is_computed_as_python_divides():
     backend = compiled_over(quarter_by_division, [(9, 3), (13, 3), (17, 3), (30, 3)])
+    assert_one_symbolic_compile(backend)
+
+
+def twice_upsampled(x):
+    return F.interpolate(F.interpolate(x, scale_factor=1.5), scale_factor=1.5) + 1
+
+
+def test_a_size_scaled_twice_rounds_once_each_time():
+    """`int(1.5*float(int(1.5*float(s0))))`: each product rounds once, and is an int again
+    before the next."""
+    backend = compiled_over(twice_upsampled, [(1, 2, side, side + 1) for side in (6, 7, 9, 13)])
     assert_one_symbolic_compile(backend)
