@@ -40,7 +40,7 @@ from .like_eager.autocast import enters_autocast, under_autocast
 from .like_eager.in_place import shares_written_memory
 from .like_eager.in_torch import RunsInTorch, devices_of
 from .lowering import EagerOnly
-from .performance import memory_plan
+from .performance import graph_cache, memory_plan
 from .performance.attention_masks import fusable_attention_masks
 from .rules import Rules
 from .scheduler import FusedKernel, Scheduler
@@ -98,6 +98,7 @@ def load_cpp(source: str, params: dict[str, dict[str, str]]):
     return kernels, path
 
 
+@graph_cache.cached  # a graph compiled by an earlier process is loaded (performance/)
 def compile_graph(
     gm: torch.fx.GraphModule,
     args,

@@ -86,7 +86,7 @@ class NeedsTorch(Exception):
 class Joint:
     """The traced joint graph and what its inputs and outputs are."""
 
-    graph: torch.fx.GraphModule
+    graph: torch.fx.GraphModule | None  # None in a plan read from disk (stage 5 keeps them)
     num_primals: int  # placeholders: the graph's inputs, then one tangent per output
     num_outputs: int  # outputs: the graph's outputs, the inputs' gradients, written inputs
     differentiable: list[bool]  # per graph output: does it require grad
@@ -571,21 +571,23 @@ class AotGraph:
             return self.last[1].code
         key = (key_of(args), mode)
         if key not in self.plans:
-            try:
-                joint = call_unhooked(
-                    trace_joint, self.gm, list(args), self.decompositions, training
-                )
-                parts = partition(joint)
-            except NeedsTorch as reason:
-                self.plans[key] = str(reason)
-            else:
-                self.plans[key] = TrainingGraph(joint, parts, self.compiler)
-                log.info(
-                    "joint graph split: %d saved (%s), %d recomputed in the backward",
-                    len(parts.saved), ", ".join(parts.saved), len(parts.recomputed),
-                )  # fmt: skip
+            self.plans[key] = self.new_plan(args, training)
         self.last = (mode, SameArguments(args, self.plans[key]))
         return self.plans[key]
+
+    def new_plan(self, args, training: bool) -> TrainingGraph | str:
+        """The joint graph traced and split for these arguments, or why it runs in torch.
+        (Stage 5 keeps plans on disk: its performance/aot_cache.py.)"""
+        try:
+            joint = call_unhooked(trace_joint, self.gm, list(args), self.decompositions, training)
+            parts = partition(joint)
+        except NeedsTorch as reason:
+            return str(reason)
+        log.info(
+            "joint graph split: %d saved (%s), %d recomputed in the backward",
+            len(parts.saved), ", ".join(parts.saved), len(parts.recomputed),
+        )  # fmt: skip
+        return TrainingGraph(joint, parts, self.compiler)
 
     def __call__(self, *args):
         training = needs_autograd(args)

@@ -25,9 +25,11 @@ INDEX_DTYPES = (torch.int64, torch.int32)
 
 class IndexCheck:
     """Returns positions in `[-size, size)` (`[0, size)` if negative ones are errors too);
-    for any other, runs `op(zeros like the input, positions)`: torch raises its error."""
+    for any other, runs eager's `op` (a name of `EAGER_OPS`, and its dim) on zeros like the
+    input and the positions: torch raises its error. The check holds plain data only, so
+    that a wrapper that calls it can be kept on disk (performance/graph_text.py)."""
 
-    def __init__(self, size: int, negative_ok: bool, op, data):
+    def __init__(self, size: int, negative_ok: bool, op: tuple[str, int], data):
         self.size, self.negative_ok, self.op = size, negative_ok, op
         layout = data.layout if isinstance(data, BufferView) else None
         self.data = (
@@ -48,9 +50,21 @@ class IndexCheck:
         if not bool(in_range):
             size, stride, dtype = self.data
             zeros = torch.zeros(size, dtype=dtype, device=positions.device)
-            self.op(torch.empty_strided(size, stride, dtype=dtype).copy_(zeros), positions)
+            name, dim = self.op
+            EAGER_OPS[name](
+                torch.empty_strided(size, stride, dtype=dtype).copy_(zeros), dim, positions
+            )
             raise IndexError(f"a position is out of range for a size of {self.size}")
         return positions
+
+
+# The ops whose errors a check raises: (zeros like the input, the dim, the positions).
+EAGER_OPS = {
+    "embedding": lambda t, dim, p: F.embedding(p, t),
+    "index_select": lambda t, dim, p: t.index_select(dim, p),
+    "gather": lambda t, dim, p: t.gather(dim, p),
+    "indexing": lambda t, dim, p: t[(slice(None),) * dim + (p,)],
+}
 
 
 def checked(graph, positions, check: IndexCheck) -> BufferView:
@@ -81,7 +95,7 @@ def embedding(graph, out, ids, weight, padding_idx=None, max_norm=None, *args, *
     if max_norm is not None or len(weight.ranges) != 2:
         raise Fallback("embedding with max_norm (it rescales the weight in place), or not 2-D")
     rows = weight.ranges[0]
-    ids = checked(graph, ids, IndexCheck(rows, False, lambda w, p: F.embedding(p, w), weight))
+    ids = checked(graph, ids, IndexCheck(rows, False, ("embedding", 0), weight))
     row = _position(ids, ids.ranges, rows)
     ranges = (*ids.ranges, weight.ranges[1])
     return _read(weight, ranges, lambda idx: [row(idx[:-1]), idx[-1]], 1 + ids.cost)
@@ -92,7 +106,7 @@ def index_select(graph, out, x, dim, index):
     if len(index.ranges) != 1 or not x.ranges:
         raise Fallback("index_select with an index that is not 1-D, or of a 0-d tensor")
     d = dim % len(x.ranges)
-    check = IndexCheck(x.ranges[d], False, lambda t, p: t.index_select(d, p), x)
+    check = IndexCheck(x.ranges[d], False, ("index_select", d), x)
     index = checked(graph, index, check)
     at = _position(index, index.ranges, x.ranges[d])
     ranges = (*x.ranges[:d], index.ranges[0], *x.ranges[d + 1 :])
@@ -104,7 +118,7 @@ def gather(graph, out, x, dim, index, *, sparse_grad=False):
     if len(index.ranges) != len(x.ranges) or not x.ranges:
         raise Fallback("gather of a 0-d tensor, or with an index of another rank: torch")
     d = dim % len(x.ranges)
-    index = checked(graph, index, IndexCheck(x.ranges[d], False, lambda t, p: t.gather(d, p), x))
+    index = checked(graph, index, IndexCheck(x.ranges[d], False, ("gather", d), x))
     at = _position(index, index.ranges, x.ranges[d])
     return _read(x, index.ranges, lambda idx: [*idx[:d], at(idx), *idx[d + 1 :]], 1)
 
@@ -130,7 +144,7 @@ def index_with_tensors(graph, x, index: tuple, basic_getitem):
     shape = broadcast_shapes(*[t.ranges for t in tensors])
     sizes = [viewed.ranges[d] for d in dims]
     tensors = [
-        checked(graph, t, IndexCheck(n, True, _indexing_at(d), viewed))
+        checked(graph, t, IndexCheck(n, True, ("indexing", d), viewed))
         for t, n, d in zip(tensors, sizes, dims, strict=True)
     ]
     positions = [_position(t, shape, n) for t, n in zip(tensors, sizes, strict=True)]
@@ -150,10 +164,6 @@ def index_with_tensors(graph, x, index: tuple, basic_getitem):
     if tuple(meta.shape) != tuple(ranges):
         raise Fallback(f"indexing gives {list(meta.shape)} in torch, {ranges} here")
     return _read(viewed, ranges, source, 1 + sum(t.cost for t in tensors))
-
-
-def _indexing_at(dim):
-    return lambda t, p: t[(slice(None),) * dim + (p,)]
 
 
 def _meta_index(index):

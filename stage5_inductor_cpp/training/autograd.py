@@ -6,10 +6,9 @@ takes the same path, for the casts the ATen trace writes down (like_eager/autoca
 import torch
 import torch.fx
 
-from stage4_fx.training.aot import aot_autograd
-
 from ..like_eager.in_torch import devices_of
-from .aten import DECOMPOSITIONS, as_torch_calls
+from ..performance.aot_cache import CachedAotGraph
+from .aten import DECOMPOSITIONS
 
 
 class TrainingGraphs:
@@ -19,7 +18,8 @@ class TrainingGraphs:
 
     def train(self, args):
         """The forward and backward graphs of stage 4's aot.py, each compiled by the
-        graph's own class (their ATen ops made torch calls, aten.py).
+        graph's own class (their ATen ops made torch calls, aten.py), the plan read from
+        disk when an earlier process made it (performance/aot_cache.py).
 
         The devices are asked at the first call only: a later call whose devices differ
         reaches the parts' own check (backend.py's `specialize`), which runs them in
@@ -29,15 +29,16 @@ class TrainingGraphs:
             if reason := self.device_reason(devices_of(args)):
                 self.ran_in_torch(reason)
                 return self.gm(*args)
-            self.training = aot_autograd(
+            self.training = CachedAotGraph(
                 self.gm, self.compile_part, DECOMPOSITIONS, self.ran_in_torch
             )
         return self.training(*args)
 
     def compile_part(self, gm: torch.fx.GraphModule, args) -> "TrainingGraphs":
-        """A forward or backward graph, compiled as any graph; its reasons to run in torch
-        are this graph's."""
-        part = self.new_graph(as_torch_calls(gm), args)
+        """A forward or backward graph (its ATen ops made torch calls when its plan was
+        made: performance/aot_cache.py), compiled as any graph; its reasons to run in
+        torch are this graph's."""
+        part = self.new_graph(gm, args)
         for reason in part.torch_reasons:
             self.ran_in_torch(reason)
         part.torch_reasons = self.torch_reasons
