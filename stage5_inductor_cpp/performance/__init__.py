@@ -1,4 +1,5 @@
-"""Passes that make the kernels fast without changing what they compute.
+"""Passes that make the kernels fast without changing what they compute, and a warm start
+that does not compile again what an earlier process compiled.
 
 linear.py            `F.linear` as one product, into memory the wrapper plans
 bias_addmm.py        `mm + bias` as one `addmm`
@@ -12,4 +13,7 @@ outer_reductions.py  the C++ loops turned round: SIMD over the last outer dim
 stash.py             a reduction loop stores a costly value for a later loop to read
 memory_plan.py       the wrapper's dead buffers reused or deleted
 dead_buffers.py      buffers that nothing reads are not computed
+graph_cache.py       whole compiled graphs kept on disk, for the next process
+aot_cache.py         training plans (forward and backward graphs) kept on disk
+graph_text.py        graphs, inputs and the wrappers' objects spelled as JSON, stably
 """

@@ -24,11 +24,10 @@ their text, so that this process and the next compile the same graphs.
 
 import torch
 
-from stage2_symbolic_vm.performance.meta_cache import read_kept, write_kept
 from stage4_fx.training.aot import AotGraph, Joint, Partition, TrainingGraph, log
 
 from ..training.aten import as_torch_calls
-from .graph_cache import key_of, path_of
+from .graph_cache import key_of, read_entry, write_entry
 from .graph_text import NotCacheable, graph_of, graph_text, read, spell
 
 stats = {"written": 0, "from_disk": 0}  # what the tests count
@@ -60,7 +59,7 @@ class CachedAotGraph(AotGraph):
         return plan
 
     def recall(self, key: str) -> TrainingGraph | None:
-        data = read_kept(path_of("plans", key), key)
+        data = read_entry("plans", key)
         if data is None:
             return None
         try:
@@ -94,8 +93,8 @@ def remember(key: str, plan: TrainingGraph, texts: list):
     ]
     container = {tuple: "tuple", list: "list", None: None}[joint.container]
     stats["written"] += 1
-    write_kept(
-        path_of("plans", key), key,
+    write_entry(
+        "plans", key,
         {
             "num_primals": joint.num_primals, "num_outputs": joint.num_outputs,
             "differentiable": joint.differentiable, "tangents": tangents,

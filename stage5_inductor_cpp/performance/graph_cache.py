@@ -43,6 +43,7 @@ import torch
 from stage1_eval_frame.logs import get_logger
 from stage2_symbolic_vm.performance.meta_cache import read_kept, write_kept
 from stage2_symbolic_vm.torch_api import autocast
+from stage3_guards import config
 
 from ..kernel_cache import CompilerNotFound, compiler
 from ..robustness.cache_files import cache_dir, host_cpu
@@ -54,6 +55,7 @@ FORMAT = 1  # changes when the files' meaning does
 STAGES = pathlib.Path(__file__).parents[2]
 stats = {"written": 0, "from_disk": 0}  # what the tests count
 _not_kept: set[str] = set()  # reasons already logged
+_written: set[pathlib.Path] = set()  # the entries this process wrote
 
 
 @functools.cache
@@ -85,7 +87,7 @@ def key_of(
     in them cannot be spelled stably (the reason is logged once)."""
     try:
         graph = graph_text(gm, constants)
-        return json.dumps([what, settings(), more, graph, inputs_text(args)])
+        return json.dumps([what, settings(), spell(more), graph, inputs_text(args)])
     except NotCacheable as reason:
         if str(reason) not in _not_kept:
             _not_kept.add(str(reason))
@@ -97,9 +99,30 @@ def path_of(kind: str, key: str) -> pathlib.Path:
     return cache_dir() / kind / f"{hashlib.sha256(key.encode()).hexdigest()[:32]}.json"
 
 
+def read_entry(kind: str, key: str) -> dict | None:
+    """The entry of `key` in `kind/`, written by another process; None if there is none.
+
+    A process does not read back what it wrote: the graphs it compiled it holds already,
+    and what it may have changed since (a rule set by hand, a patched module: a test's
+    doing) no key holds. The files are for the next process, which starts from the code on
+    disk. Within a process, nothing changes: its compiles are the same as without files."""
+    path = path_of(kind, key)
+    return None if path in _written else read_kept(path, key)
+
+
+def write_entry(kind: str, key: str, data: dict):
+    path = path_of(kind, key)
+    _written.add(path)
+    write_kept(path, key, data)
+
+
 def cached(compile_graph):
     """`compile_graph(gm, args, write, load, ...)` (backend.py), its code kept on disk for
-    the backend's own loader (its default `load`), which loads kernels from their source."""
+    the backend's own loader (its default `load`), which loads kernels from their source.
+
+    The process that compiles a graph runs the code as the file keeps it (read back from
+    what it wrote), so that a fault of the spelling shows where it is made, not in the
+    next process."""
     signature = inspect.signature(compile_graph)
     own_loader = signature.parameters["load"].default
 
@@ -110,7 +133,7 @@ def cached(compile_graph):
         options = given.arguments
         if options["load"] is not own_loader:
             return compile_graph(*args, **kwargs)
-        backend = [spell(options[name]) for name in ("write", "wrapper", "prefix")]
+        backend = [options[name] for name in ("write", "wrapper", "prefix")]
         backend += [hashlib.sha256(options["prelude"].encode()).hexdigest(), repr(options["rules"])]
         # The tensors the graph holds are the code's by their layout; it reads the values
         # of this process's (a module's buffer, which may change), as compiled code does.
@@ -118,7 +141,10 @@ def cached(compile_graph):
         if key is None:
             return compile_graph(*args, **kwargs)
         constants = constants_of(options["gm"])
-        if (found := recall(key, own_loader, options["prelude"], constants)) is not None:
+        data = read_entry("graphs", key)
+        if data is not None and (found := code_of(data, own_loader, options, constants)):
+            stats["from_disk"] += 1
+            log.info("output code (from disk):\n%s", found.code)
             return found
         kept = {}
 
@@ -128,43 +154,46 @@ def cached(compile_graph):
 
         options["load"] = load
         compiled = compile_graph(*given.args, **given.kwargs)
-        remember(key, compiled, kept.get("params", {}), constants)
-        return compiled
+        data = entry_of(compiled, kept.get("params", {}), constants)
+        if data is None:
+            return compiled
+        write_entry("graphs", key, data)
+        stats["written"] += 1
+        return code_of(data, own_loader, options, constants, written_here=True)
 
     return compile_or_load
 
 
-def recall(key: str, load, prelude: str, constants: list):
-    """The code kept for `key`, its kernels loaded; None if there is none (or it is
-    another key's, damaged, or names what this process cannot find)."""
+def code_of(data: dict, load, options: dict, constants: list, written_here=False):
+    """The code an entry keeps, its kernels loaded and its wrapper run; None if the entry is
+    damaged or names what this process cannot find (then it is compiled, and written
+    over). Read back where it was written, a fault is this module's: strict mode raises."""
     from ..backend import CompiledCode  # (backend.py imports this module)
 
-    data = read_kept(path_of("graphs", key), key)
-    if data is None:
-        return None
     try:
         namespace = {name: read(value) for name, value in data["namespace"].items()}
         namespace.update({f"const{i}": tensor for i, tensor in enumerate(constants)})
         kernels, path = load(data["source"], data["params"]) if data["params"] else ({}, None)
         namespace.update(kernels)
         exec(compile(data["wrapper"], "<minidynamo wrapper from disk>", "exec"), namespace)
-        compiled = CompiledCode(
+        return CompiledCode(
             data["source"], data["wrapper"], data["kernel_names"], namespace["call"], path,
-            prelude, tuple(data["extern_names"]), written_inputs=tuple(data["written_inputs"]),
+            options["prelude"], tuple(data["extern_names"]),
+            written_inputs=tuple(data["written_inputs"]),
         )  # fmt: skip
     except (NotCacheable, KeyError, TypeError, ValueError, SyntaxError, CompilerNotFound):
-        return None  # lowered again, and written over
-    stats["from_disk"] += 1
-    log.info("output code (from disk):\n%s", compiled.code)
-    return compiled
+        if written_here and config.strict:
+            raise
+        return None
 
 
-def remember(key: str, compiled, params: dict, constants: list):
-    """Keep `compiled` (backend.py's `CompiledCode`) for `key`: not code that runs in torch
-    (it calls the graph module), nor symbolic code (its `fits` is read with its guards).
-    The graph's tensors (`constants`) are left out: `recall` names this process's."""
+def entry_of(compiled, params: dict, constants: list) -> dict | None:
+    """What to keep of `compiled` (backend.py's `CompiledCode`); None for code that runs in
+    torch (it calls the graph module), symbolic code (its `fits` is read with its guards),
+    and a wrapper that names an object graph_text.py cannot spell. The graph's tensors
+    (`constants`) are left out: `code_of` names this process's."""
     if compiled.torch_reason or compiled.fits is not None:
-        return
+        return None
     held = {f"const{i}": tensor for i, tensor in enumerate(constants)}
     skipped = {"__builtins__", "call", *params, *held}
     try:
@@ -177,14 +206,10 @@ def remember(key: str, compiled, params: dict, constants: list):
         }
     except NotCacheable as reason:
         log.info("a graph's code not kept on disk: %s", reason)
-        return
-    stats["written"] += 1
-    write_kept(
-        path_of("graphs", key), key,
-        {
-            "source": compiled.source, "params": params, "wrapper": compiled.wrapper_source,
-            "namespace": namespace, "kernel_names": compiled.kernel_names,
-            "extern_names": list(compiled.extern_names),
-            "written_inputs": list(compiled.written_inputs),
-        },
-    )  # fmt: skip
+        return None
+    return {
+        "source": compiled.source, "params": params, "wrapper": compiled.wrapper_source,
+        "namespace": namespace, "kernel_names": compiled.kernel_names,
+        "extern_names": list(compiled.extern_names),
+        "written_inputs": list(compiled.written_inputs),
+    }  # fmt: skip

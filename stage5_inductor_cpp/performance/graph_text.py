@@ -191,8 +191,8 @@ NAMED_READERS = {
 
 def graph_text(gm: torch.fx.GraphModule, constants: str | None = None) -> list:
     """Every node of `gm`: its op, name, target, arguments, and the metadata the lowering
-    reads (`saved_for_backward`, training/aten.py), and the traced layout of an input
-    (`val`: a training graph run in torch takes its inputs so, training/in_torch.py).
+    reads (`saved_for_backward`, training/aten.py), and a traced value's layout (`val`: a
+    training graph run in torch takes its inputs so, training/in_torch.py).
 
     A tensor the graph holds (`get_attr`) is spelled as `constants` says: None, not at all
     (`NotCacheable`); "layout", by its layout (the code reads its values when it runs);
@@ -208,8 +208,8 @@ def graph_text(gm: torch.fx.GraphModule, constants: str | None = None) -> list:
         meta = {}
         if "saved_for_backward" in node.meta:
             meta["saved_for_backward"] = node.meta["saved_for_backward"]
-        if node.op == "placeholder" and isinstance(node.meta.get("val"), torch.Tensor):
-            meta["val"] = tensor_layout(node.meta["val"])[:3]  # a fake tensor's device
+        if isinstance(node.meta.get("val"), torch.Tensor):  # (a fake tensor's device: not)
+            meta["val"] = tensor_layout(node.meta["val"])[:3]
         if node.op == "get_attr":
             value = attribute(gm, node.target)
             if type(value) is not torch.Tensor:
@@ -243,7 +243,7 @@ def graph_of(text: list) -> torch.fx.GraphModule:
         meta = dict(meta)  # the text stays as it is
         target = read(target) if op == "call_function" else target
         node = graph.create_node(op, target, read(args, nodes), read(kwargs, nodes), name)
-        if "val" in meta:  # a stand-in on the meta device: only its layout is read
+        if "val" in meta:  # a stand-in on the meta device, of the traced layout
             shape, stride, dtype = meta.pop("val")
             meta["val"] = torch.empty_strided(shape, stride, dtype=read(dtype), device="meta")
         if "constant" in meta:
