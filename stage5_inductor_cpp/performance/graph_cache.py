@@ -23,13 +23,15 @@ two processes (addresses, ids, the order of dicts in memory):
 
 So two keys are equal only when the same code would lower the same graph from the same
 inputs in the same settings; the rest (what a tensor holds, where it lies) is read by the
-code when it runs, as it is by code compiled in this process. What the key cannot hold
-stably is not cached (`NotCacheable`: a graph that calls a module object or holds a
-tensor; symbolic sizes, whose lowering adds guards to the frame), and neither is a graph
-that runs in torch, nor one of stage 6's kernels, whose loader keeps their variants in
-memory. The file holds its key; one that holds another's, or is cut short or damaged, is
-not used and is written again. Files are written whole under a temporary name and
-renamed, so a process beside this one reads a whole entry or none.
+code when it runs, as it is by code compiled in this process: a tensor the graph holds is
+in the key by its layout, and the code loaded reads this process's. What the key cannot
+hold stably is not cached (`NotCacheable`: a graph that calls a module object, or a
+user's function, whose code may change under its name; symbolic sizes, whose lowering
+adds guards to the frame), and neither is a graph that runs in torch, nor one of stage
+6's kernels, whose loader keeps their variants in memory. The file holds its key; one that
+holds another's, or is cut short or damaged, is not used and is written again. Files are
+written whole under a temporary name and renamed, so a process beside this one reads a
+whole entry or none.
 """
 
 import functools
@@ -105,7 +107,7 @@ def read_entry(kind: str, key: str) -> dict | None:
     A process does not read back what it wrote: the graphs it compiled it holds already,
     and what it may have changed since (a rule set by hand, a patched module: a test's
     doing) no key holds. The files are for the next process, which starts from the code on
-    disk. Within a process, nothing changes: its compiles are the same as without files."""
+    disk; within a process, every graph is compiled, as without files."""
     path = path_of(kind, key)
     return None if path in _written else read_kept(path, key)
 

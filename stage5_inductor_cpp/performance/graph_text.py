@@ -41,6 +41,14 @@ MAKERS = {conv2d_with_channels_last_weights}
 BY_STATE = {IndexCheck}
 TORCH_NAMED = (torch.memory_format, torch.layout, torch.qscheme)
 MAX_VALUES = 4096  # a tensor the code holds is spelled by its values up to this many
+# The packages whose functions may be spelled by name: their code is in the key (torch's
+# version, the stages' files: graph_cache.py's `settings`) or never changes (the standard
+# library's). A user's function could change between two processes under the same name,
+# and the joint trace runs its code: it is not spelled.
+NAMED_FROM = {"torch", "_operator", "operator", "math", "builtins", "functools", "_functools"}
+NAMED_FROM |= {f"stage{n}_{name}" for n, name in enumerate(
+    ["eval_frame", "symbolic_vm", "guards", "fx", "inductor_cpp", "inductor_triton"], start=1
+)}  # fmt: skip
 
 
 def spell(value):
@@ -106,6 +114,8 @@ def spell_named(value):
             maker.__module__
         ):
             return ["made_by", maker.__module__, maker.__qualname__]
+    if module and module.split(".")[0] not in NAMED_FROM:
+        raise NotCacheable(f"{module}.{qualname}, whose code the key does not hold")
     for path in (name, qualname):  # `torch.conv2d`: its qualname is the class it hides in
         if isinstance(path, str) and module and found(module, path) is value:
             return ["global", module, path]

@@ -169,8 +169,15 @@ def test_a_spelled_value_reads_back_as_itself(value):
     assert "0x" not in text  # no address
 
 
+def users_function(x):
+    return x
+
+
 def test_what_has_no_stable_name_is_not_spelled():
-    for value in (lambda x: x, torch.nn.Linear(2, 2), torch.randn(5000), object()):
+    # a closure; a module object; a large tensor; an object; and a user's function, whose
+    # code may change under the same name between two processes
+    things = (lambda x: x, torch.nn.Linear(2, 2), torch.randn(5000), object(), users_function)
+    for value in things:
         try:
             graph_text.spell(value)
         except graph_text.NotCacheable:
