@@ -36,7 +36,7 @@ import triton
 from stage1_eval_frame.logs import get_logger
 from stage3_guards.generated import AST_LOCK
 
-from .compile_worker import read, write
+from .compile_worker import frame, read, write
 
 log = get_logger("kernels")
 
@@ -84,17 +84,22 @@ class CompilePool:
         return self.threads.submit(self.compile, request)
 
     def compile(self, request: tuple) -> str | None:
+        try:
+            message = frame(request)
+        except Exception as error:  # a constant pickle cannot write: compiled in the parent
+            return f"the request could not be sent ({type(error).__name__}: {error})"
         process = self.idle.get()
         if process is None:
             self.idle.put(None)
             return "no worker process"
         try:
-            write(process.stdin, request)
+            write(process.stdin, message)
             reply = read(process.stdout)
         except (OSError, EOFError, ValueError) as error:
-            # The worker died (a crash, the OOM killer): a new one takes its place.
+            # The worker died (a crash, the OOM killer): a new one takes its place, started
+            # here, since every other thread may be waiting for a worker.
             process.kill()
-            self.threads.submit(self.start_worker)
+            self.start_worker()
             return f"the worker process died ({error})"
         self.idle.put(process)
         return reply
@@ -126,9 +131,9 @@ def pool() -> CompilePool | None:
 _capture_lock = threading.Lock()  # the hook is the process's: one capture at a time
 
 
-def request_for(fn, args, config, options: dict, target) -> tuple | None:
-    """What `fn` (a `JITFunction`) launched with `config` on tensors of `args`' dtypes (and
-    `args`' integers) would compile: the worker's request, or None if it is compiled
+def request_for(kernel, args, config, options: dict, target) -> tuple | None:
+    """What `kernel` (a `JITFunction`) launched with `config` on tensors of `args`' dtypes
+    (and `args`' integers) would compile: the worker's request, or None if it is compiled
     already in this process."""
     found = []
 
@@ -141,15 +146,15 @@ def request_for(fn, args, config, options: dict, target) -> tuple | None:
         found.append((compile["signature"], compile["constants"], compile["configs"][0], parsed))
         return True  # do not compile it here
 
-    kernel = fn
     # (Triton may parse the kernel's source: AST_LOCK, stage 3's generated.py says why)
     with _capture_lock, AST_LOCK, triton.knobs.runtime.scope():
         triton.knobs.runtime.jit_cache_hook = hook
-        fn.warmup(*args, grid=(1,), **config.meta, num_warps=config.num_warps, **options)
+        kernel.warmup(*args, grid=(1,), **config.meta, num_warps=config.num_warps, **options)
     if not found:
         return None
     signature, constants, attrs, parsed = found[0]
-    return (fn.fn.__code__.co_filename, fn.fn.__name__, signature, constants, attrs, parsed, target)
+    code = kernel.fn.__code__
+    return (code.co_filename, code.co_name, signature, constants, attrs, parsed, target)
 
 
 def precompile(launchers, options: dict):
@@ -161,7 +166,11 @@ def precompile(launchers, options: dict):
     target = triton.runtime.driver.active.get_current_target()
     for launcher, args in launchers:
         for config in launcher.configs_to_compile():
-            request = request_for(launcher.fns[config.looped], args, config, options, target)
+            try:
+                request = request_for(launcher.fns[config.looped], args, config, options, target)
+            except Exception as error:  # the first launch compiles it, and raises it there
+                log.info("%s (%s) is not precompiled: %s", launcher.name, config, error)
+                continue
             if request is not None:
                 launcher.pending.append(workers.submit(request))
 

@@ -31,9 +31,14 @@ def read(stream):
     return pickle.loads(stream.read(HEADER.unpack(header)[0]))
 
 
-def write(stream, value):
+def frame(value) -> bytes:
+    """`value` as one message: its pickle, after its length."""
     data = pickle.dumps(value)
-    stream.write(HEADER.pack(len(data)) + data)
+    return HEADER.pack(len(data)) + data
+
+
+def write(stream, message: bytes):
+    stream.write(message)
     stream.flush()
 
 
@@ -73,7 +78,7 @@ def main():
             reply = None
         except Exception as error:  # reported to the parent, which compiles it itself
             reply = f"{type(error).__name__}: {error}"
-        write(stdout, reply)
+        write(stdout, frame(reply))
 
 
 if __name__ == "__main__":

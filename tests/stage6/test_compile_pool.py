@@ -101,6 +101,28 @@ def test_a_dead_worker_is_replaced(workers, tmp_path):
     assert hits == [True]
 
 
+def test_workers_that_all_die_under_a_queue_of_requests_are_replaced(workers, tmp_path):
+    """Every thread may be waiting for a worker when one dies: its replacement is started
+    by the thread that saw it die, not queued behind the requests (which would wait
+    forever)."""
+    path = module_file(tmp_path)
+    assert workers.submit(request(path, 128)).result(timeout=120) is None
+    for process in list(workers.processes):
+        process.kill()
+        process.wait()
+    futures = [workers.submit(request(path, 2**k)) for k in range(8, 14)]
+    reasons = [f.result(timeout=180) for f in futures]
+    assert sum(r is not None and "died" in r for r in reasons) == 2
+    assert reasons.count(None) == 4
+
+
+def test_a_request_that_cannot_be_sent_is_reported(workers, tmp_path):
+    unpicklable = (module_file(tmp_path), "double", SIGNATURE, {(3,): lambda: 0}, {}, {}, TARGET)
+    reason = workers.submit(unpicklable).result(timeout=60)
+    assert "could not be sent" in reason
+    assert workers.submit(request(module_file(tmp_path))).result(timeout=120) is None
+
+
 def test_no_workers_when_asked_for_none(monkeypatch):
     monkeypatch.setenv("MINIDYNAMO_COMPILE_WORKERS", "0")
     assert compile_pool.worker_count() == 0
