@@ -39,6 +39,17 @@ def fresh_compiles():
     stage4_fx.reset()
 
 
+@pytest.fixture
+def fresh_compiles_here_and_in_torch(fresh_compiles):
+    """`fresh_compiles`, and torch.compile's caches too: for tests that compare their graph
+    and break counts with `torch._dynamo.explain`'s on the same programs."""
+    import torch._dynamo
+
+    torch._dynamo.reset()
+    yield
+    torch._dynamo.reset()
+
+
 def pytest_collection_modifyitems(items):
     """`pytest -m stage3` runs exactly the chapter a reader is on."""
     for item in items:

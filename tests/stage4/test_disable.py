@@ -16,13 +16,7 @@ from tests.oracle import assert_same_as_eager
 X = torch.randn(4, 3, generator=torch.Generator().manual_seed(0))
 
 
-@pytest.fixture(autouse=True)
-def fresh_caches():
-    stage4_fx.reset()
-    torch._dynamo.reset()
-    yield
-    stage4_fx.reset()
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_compiles_here_and_in_torch")
 
 
 def counts(explain, fn, *args):

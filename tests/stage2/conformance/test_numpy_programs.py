@@ -27,7 +27,7 @@ import stage4_fx
 import stage5_inductor_cpp
 from tests.oracle import assert_same_as_eager, clone_args
 
-pytestmark = pytest.mark.stage2
+pytestmark = [pytest.mark.stage2, pytest.mark.usefixtures("fresh_compiles_here_and_in_torch")]
 
 X = torch.randn(3, 4, generator=torch.Generator().manual_seed(0))
 Y = torch.randn(3, 4, generator=torch.Generator().manual_seed(1))
@@ -575,15 +575,6 @@ def program_id(case):
     fn, args, _ = case
     given = [type(a).__name__ if not isinstance(a, (str, type)) else repr(a) for a in args]
     return f"{fn.__name__}({', '.join(given)})"
-
-
-@pytest.fixture(autouse=True)
-def fresh_caches():
-    stage4_fx.reset()
-    torch._dynamo.reset()
-    yield
-    stage4_fx.reset()
-    torch._dynamo.reset()
 
 
 @pytest.mark.parametrize("case", PROGRAMS, ids=[program_id(c) for c in PROGRAMS])
