@@ -69,7 +69,10 @@ def test_the_memory_torch_made_for_an_extern_is_handed_to_a_later_buffer():
 STEPS = {
     "matmul": (torch.matmul, 2),
     "logcumsumexp": (lambda x: x.logcumsumexp(0), 1),
-    "sin": (torch.sin, 1),
+    # bounded: sin of the thousands a chain of products reaches would turn float32's last
+    # bits into 1e-4 (eager's own error against float64 there), which no tolerance of a
+    # memory test should be about
+    "tanh": (torch.tanh, 1),
     "relu_scale": (lambda x: torch.relu(x) * 0.5, 1),
     "add": (torch.add, 2),
     "flip": (lambda x: x.flip(0), 1),
